@@ -1,0 +1,54 @@
+//! A hierarchical hashed timing wheel, for programs that juggle many timers.
+//!
+//! - **[`Wheel<T>`]**, the core: `#![no_std]` + `alloc`, no clock, no
+//!   threads. Time is an abstract [`Tick`]; insert, cancel and reset are O(1)
+//!   through generational [`TimerKey`]s; timers expire in deadline order,
+//!   first in first out on ties; a jump of any size costs only the timers it
+//!   touches. Firmware can drive it from a tick interrupt and ask
+//!   [`Wheel::next_expiration`] how long it may sleep.
+//!
+//! ```
+//! use tickwheel::Wheel;
+//!
+//! let mut wheel = Wheel::new();
+//! let idle = wheel.insert(30_000, "close idle connection");
+//! let order = wheel.insert(15 * 60_000, "close unpaid order");
+//!
+//! wheel.advance(10_000).for_each(drop);
+//! wheel.reset(idle, 10_000 + 30_000); // a packet arrived
+//! wheel.cancel(order); // the order was paid
+//!
+//! let fired: Vec<_> = wheel.advance(60_000).map(|e| (e.deadline, e.value)).collect();
+//! assert_eq!(fired, [(40_000, "close idle connection")]);
+//! ```
+//!
+//! # Cargo features
+//!
+//! - `std` (default): the standard library. The core does not need it; build
+//!   with `default-features = false` for `no_std` targets (an allocator is
+//!   required).
+#![no_std]
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+mod error;
+mod key;
+pub mod wheel;
+
+pub use error::{CapacityError, GeometryError};
+pub use key::TimerKey;
+pub use wheel::{Expired, Geometry, Wheel};
+
+/// A point in time, in the wheel's abstract ticks (a millisecond, a
+/// scheduler quantum, a hardware timer period: whatever the caller drives it
+/// with).
+///
+/// ```
+/// let tick: tickwheel::Tick = 1_000;
+/// let mut wheel = tickwheel::Wheel::new();
+/// wheel.insert(tick, ());
+/// ```
+pub type Tick = u64;

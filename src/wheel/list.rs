@@ -1,0 +1,272 @@
+//! Index-linked, circular, doubly linked lists: every slot, the overflow list
+//! and the due lists share one node space.
+//!
+//! # Node space
+//!
+//! | link value                      | refers to                          |
+//! |---------------------------------|------------------------------------|
+//! | `0 .. SENTINEL_BASE`            | the timer entry at that slab index |
+//! | `SENTINEL_BASE + list`          | the sentinel (head) of list `list` |
+//!
+//! Each list is a ring through its sentinel: the sentinel's `next` is the
+//! first entry and its `prev` the last; an empty list's sentinel points at
+//! itself. Because every ring has a sentinel, unlinking an entry never needs
+//! to know which list holds it, and a list became empty exactly when the
+//! unlinked entry's two neighbours are the same node (its sentinel).
+
+use slab::Slab;
+
+use crate::Tick;
+use core::num::NonZeroU32;
+
+/// First link value that names a sentinel; entries live below it.
+pub(crate) const SENTINEL_BASE: u32 = 0xFFFF_FC00;
+
+/// Index of a list (its sentinel), not of a node.
+pub(crate) type ListId = u32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Link {
+    pub(crate) prev: u32,
+    pub(crate) next: u32,
+}
+
+/// A pending timer.
+#[derive(Debug)]
+pub(crate) struct Entry<T> {
+    /// The deadline as asked for; overdue ones are filed as due, not here.
+    pub(crate) deadline: Tick,
+    pub(crate) link: Link,
+    pub(crate) stamp: NonZeroU32,
+    pub(crate) value: T,
+}
+
+/// A run of entries detached from a list, first to last.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Chain {
+    pub(crate) first: u32,
+    pub(crate) last: u32,
+}
+
+/// The timer entries (a slab) and the list sentinels.
+#[derive(Debug)]
+pub(crate) struct Nodes<T> {
+    pub(crate) entries: Slab<Entry<T>>,
+    sentinels: alloc::boxed::Box<[Link]>,
+}
+
+#[inline]
+const fn sentinel(list: ListId) -> u32 {
+    SENTINEL_BASE + list
+}
+
+impl<T> Nodes<T> {
+    pub(crate) fn new(lists: u32, capacity: usize) -> Self {
+        Nodes {
+            entries: Slab::with_capacity(capacity),
+            sentinels: (0..lists)
+                .map(|list| Link {
+                    prev: sentinel(list),
+                    next: sentinel(list),
+                })
+                .collect(),
+        }
+    }
+
+    #[inline]
+    fn link(&self, node: u32) -> Link {
+        match node.checked_sub(SENTINEL_BASE) {
+            Some(list) => self.sentinels[list as usize],
+            None => self.entries[node as usize].link,
+        }
+    }
+
+    #[inline]
+    fn link_mut(&mut self, node: u32) -> &mut Link {
+        match node.checked_sub(SENTINEL_BASE) {
+            Some(list) => &mut self.sentinels[list as usize],
+            None => &mut self.entries[node as usize].link,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_empty(&self, list: ListId) -> bool {
+        self.sentinels[list as usize].next == sentinel(list)
+    }
+
+    #[inline]
+    pub(crate) fn first(&self, list: ListId) -> Option<u32> {
+        let first = self.sentinels[list as usize].next;
+        (first < SENTINEL_BASE).then_some(first)
+    }
+
+    /// Links entry `node` (not in any list) at the back of `list`.
+    #[inline]
+    pub(crate) fn push_back(&mut self, list: ListId, node: u32) {
+        let head = sentinel(list);
+        let last = self.sentinels[list as usize].prev;
+        self.entries[node as usize].link = Link {
+            prev: last,
+            next: head,
+        };
+        self.link_mut(last).next = node;
+        self.sentinels[list as usize].prev = node;
+    }
+
+    /// Unlinks entry `node` from whichever list holds it. Returns that list
+    /// if it is now empty.
+    #[inline]
+    pub(crate) fn unlink(&mut self, node: u32) -> Option<ListId> {
+        let Link { prev, next } = self.entries[node as usize].link;
+        self.link_mut(prev).next = next;
+        self.link_mut(next).prev = prev;
+        (prev == next).then(|| prev - SENTINEL_BASE)
+    }
+
+    /// Unlinks and returns the first entry of `list`.
+    #[inline]
+    pub(crate) fn pop_front(&mut self, list: ListId) -> Option<u32> {
+        let first = self.first(list)?;
+        self.unlink(first);
+        Some(first)
+    }
+
+    /// Detaches every entry of `list`, leaving it empty. The chain's entries
+    /// keep stale links at its two ends; relinking each one overwrites them.
+    #[inline]
+    pub(crate) fn take(&mut self, list: ListId) -> Option<Chain> {
+        let head = &mut self.sentinels[list as usize];
+        let chain = Chain {
+            first: head.next,
+            last: head.prev,
+        };
+        if chain.first == sentinel(list) {
+            return None;
+        }
+        *head = Link {
+            prev: sentinel(list),
+            next: sentinel(list),
+        };
+        Some(chain)
+    }
+
+    /// Moves every entry of `from` to the back of `to`, in order, in O(1).
+    #[inline]
+    pub(crate) fn append(&mut self, to: ListId, from: ListId) {
+        let Some(Chain { first, last }) = self.take(from) else {
+            return;
+        };
+        let tail = self.sentinels[to as usize].prev;
+        self.link_mut(tail).next = first;
+        self.entries[first as usize].link.prev = tail;
+        self.entries[last as usize].link.next = sentinel(to);
+        self.sentinels[to as usize].prev = last;
+    }
+
+    /// The entry after `node` in its list, if any.
+    #[inline]
+    pub(crate) fn next_of(&self, node: u32) -> u32 {
+        self.link(node).next
+    }
+
+    /// Empties every list without touching the entries.
+    pub(crate) fn reset_lists(&mut self) {
+        for (list, link) in self.sentinels.iter_mut().enumerate() {
+            let head = sentinel(list as ListId);
+            *link = Link {
+                prev: head,
+                next: head,
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    fn nodes(lists: u32) -> Nodes<u32> {
+        Nodes::new(lists, 0)
+    }
+
+    fn add(nodes: &mut Nodes<u32>, value: u32) -> u32 {
+        nodes.entries.insert(Entry {
+            deadline: 0,
+            link: Link { prev: 0, next: 0 },
+            stamp: NonZeroU32::MIN,
+            value,
+        }) as u32
+    }
+
+    fn values(nodes: &Nodes<u32>, list: ListId) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut node = nodes.sentinels[list as usize].next;
+        while node < SENTINEL_BASE {
+            out.push(nodes.entries[node as usize].value);
+            node = nodes.next_of(node);
+        }
+        // Walk backwards too: the ring must be consistent both ways.
+        let mut back = Vec::new();
+        let mut node = nodes.sentinels[list as usize].prev;
+        while node < SENTINEL_BASE {
+            back.push(nodes.entries[node as usize].value);
+            node = nodes.link(node).prev;
+        }
+        back.reverse();
+        assert_eq!(out, back);
+        out
+    }
+
+    #[test]
+    fn push_unlink_pop_keep_order_and_report_emptying() {
+        let mut n = nodes(2);
+        let ids: Vec<u32> = (0..5).map(|v| add(&mut n, v)).collect();
+        for &id in &ids {
+            n.push_back(0, id);
+        }
+        assert_eq!(values(&n, 0), [0, 1, 2, 3, 4]);
+        assert_eq!(n.unlink(ids[2]), None);
+        assert_eq!(n.unlink(ids[0]), None);
+        assert_eq!(n.unlink(ids[4]), None);
+        assert_eq!(values(&n, 0), [1, 3]);
+        assert_eq!(n.pop_front(0), Some(ids[1]));
+        assert_eq!(n.unlink(ids[3]), Some(0));
+        assert!(n.is_empty(0));
+        assert_eq!(n.pop_front(0), None);
+    }
+
+    #[test]
+    fn append_moves_a_whole_list_in_order() {
+        let mut n = nodes(3);
+        for v in 0..3 {
+            let id = add(&mut n, v);
+            n.push_back(0, id);
+        }
+        for v in 10..12 {
+            let id = add(&mut n, v);
+            n.push_back(1, id);
+        }
+        n.append(0, 1);
+        n.append(0, 2); // empty: no-op
+        assert_eq!(values(&n, 0), [0, 1, 2, 10, 11]);
+        assert!(n.is_empty(1));
+        n.append(2, 0);
+        assert_eq!(values(&n, 2), [0, 1, 2, 10, 11]);
+        assert!(n.is_empty(0));
+    }
+
+    #[test]
+    fn take_detaches_a_chain() {
+        let mut n = nodes(1);
+        let ids: Vec<u32> = (0..3).map(|v| add(&mut n, v)).collect();
+        for &id in &ids {
+            n.push_back(0, id);
+        }
+        let chain = n.take(0).unwrap();
+        assert!(n.is_empty(0));
+        assert_eq!((chain.first, chain.last), (ids[0], ids[2]));
+        assert_eq!(n.next_of(ids[0]), ids[1]);
+        assert!(n.take(0).is_none());
+    }
+}
