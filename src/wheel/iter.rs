@@ -49,7 +49,9 @@ impl<T> FusedIterator for Advance<'_, T> {}
 
 impl<T> core::fmt::Debug for Advance<'_, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Advance").field("wheel", &self.wheel).finish()
+        f.debug_struct("Advance")
+            .field("wheel", &self.wheel)
+            .finish()
     }
 }
 
@@ -91,7 +93,9 @@ impl<T> FusedIterator for Drain<'_, T> {}
 
 impl<T> core::fmt::Debug for Drain<'_, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Drain").field("remaining", &self.inner.len()).finish()
+        f.debug_struct("Drain")
+            .field("remaining", &self.inner.len())
+            .finish()
     }
 }
 
@@ -145,6 +149,8 @@ impl<T> Clone for Iter<'_, T> {
 
 impl<T> core::fmt::Debug for Iter<'_, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Iter").field("remaining", &self.inner.len()).finish()
+        f.debug_struct("Iter")
+            .field("remaining", &self.inner.len())
+            .finish()
     }
 }

@@ -49,7 +49,8 @@
 //! 1. If the due list is non-empty, pop its front.
 //! 2. Otherwise find the next *event* from the bitmaps: the earlier of the
 //!    first occupied slot of the lowest non-empty level (every slot of level
-//!    `k` starts before any slot of level `k + 1`) and the overflow sweep. If it is after `now`, set
+//!    `k` starts before any slot of level `k + 1`) and the overflow sweep,
+//!    the sweep first on a tie. If it is after `now`, set
 //!    `elapsed = now` (and append the late list to the due list); there is
 //!    nothing more to do.
 //! 3. Otherwise move `elapsed` to the event's time `t` and process it: a
@@ -72,8 +73,9 @@
 //! 4. Every overflow deadline is at least `overflow_min`, and its top-level
 //!    block is at least one full rotation ahead of `elapsed`'s. The bound
 //!    may be stale-low after a cancel (a sweep then just refreshes it) but
-//!    is reset whenever the list empties, so the sweep it implies is never
-//!    behind `elapsed`.
+//!    is reset whenever the list empties, and a sweep is processed before a
+//!    slot due at the same tick, so no sweep is ever pending at or behind
+//!    `elapsed` when a timer is filed.
 //! 5. The due list holds timers with effective deadline ≤ `elapsed` in
 //!    non-decreasing effective deadline, FIFO among equals. The late list
 //!    holds timers made due at `now` while earlier ones were still in the
@@ -731,7 +733,11 @@ impl<T> Wheel<T> {
         if at > self.now {
             return false;
         }
-        debug_assert!(at >= self.elapsed, "event at {at} behind the cursor {}", self.elapsed);
+        debug_assert!(
+            at >= self.elapsed,
+            "event at {at} behind the cursor {}",
+            self.elapsed
+        );
         self.elapsed = at;
         match self.lists.as_slot(list) {
             Some((level, slot)) => {
@@ -772,9 +778,12 @@ impl<T> Wheel<T> {
     fn next_event(&self) -> Option<(Tick, ListId)> {
         let slot = self.next_slot_event();
         match (slot, self.overflow_event()) {
-            // On a tie either order is correct: the sweep files nothing into
-            // the slot being processed.
-            (Some(slot), Some(sweep)) => Some(if sweep.0 < slot.0 { sweep } else { slot }),
+            // On a tie the sweep goes first. Processing the slot first would
+            // leave the cursor on the sweep's tick with the sweep pending; a
+            // `poll` could return there, and a timer inserted next would be
+            // filed into the top ring ahead of an older overflow timer with
+            // the same deadline.
+            (Some(slot), Some(sweep)) => Some(if sweep.0 <= slot.0 { sweep } else { slot }),
             (slot, sweep) => slot.or(sweep),
         }
     }
@@ -788,7 +797,10 @@ impl<T> Wheel<T> {
         let current = ((self.elapsed >> g.shift(level)) & g.mask()) as u32;
         let distance = next_occupied(self.occupied[level as usize], current, g.slot_bits())?;
         let slot = (current + distance) & g.mask() as u32;
-        Some((slot_start(g, self.elapsed, level, distance), self.lists.slot(level, slot)))
+        Some((
+            slot_start(g, self.elapsed, level, distance),
+            self.lists.slot(level, slot),
+        ))
     }
 
     fn overflow_event(&self) -> Option<(Tick, ListId)> {
@@ -796,7 +808,10 @@ impl<T> Wheel<T> {
         if self.nodes.is_empty(overflow) {
             return None;
         }
-        Some((overflow_sweep_at(self.geometry, self.overflow_min), overflow))
+        Some((
+            overflow_sweep_at(self.geometry, self.overflow_min),
+            overflow,
+        ))
     }
 
     /// Empties every list and bitmap, leaving the entries to be dropped or
