@@ -3,10 +3,10 @@
 //!
 //! # Reuse rules
 //!
-//! A key is a slab index plus a 32-bit *stamp*. Every insert takes the next
+//! A key is an arena index plus a 32-bit *stamp*. Every insert takes the next
 //! stamp from the wheel's counter; the stamp is stored in the entry and never
 //! changes while the timer is pending (a reset keeps it). When a timer fires or
-//! is cancelled its slab slot is freed and may be reused by a later insert,
+//! is cancelled its arena slot is freed and may be reused by a later insert,
 //! which gets a later stamp, so the old key no longer matches.
 //!
 //! The counter is 32 bits and skips zero, so an old key can only match a new

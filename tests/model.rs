@@ -305,13 +305,16 @@ fn geometry(bits: u32, levels: u32) -> Geometry {
     Geometry::new(bits, levels).unwrap()
 }
 
+/// Operations per generated case (fewer under miri).
+const MAX_OPS: usize = if cfg!(miri) { 24 } else { 120 };
+
 /// At least 1,000 cases per geometry; `PROPTEST_CASES` raises it. Under
 /// miri, a handful, without the failure file (miri isolates the file system).
 fn config() -> ProptestConfig {
     let config = ProptestConfig::default();
     if cfg!(miri) {
         return ProptestConfig {
-            cases: 6,
+            cases: 2,
             failure_persistence: None,
             ..config
         };
@@ -329,7 +332,7 @@ macro_rules! model_tests {
                 #![proptest_config(config())]
 
                 #[test]
-                fn $name(ops in proptest::collection::vec(op(), 1..120)) {
+                fn $name(ops in proptest::collection::vec(op(), 1..MAX_OPS)) {
                     run(geometry($bits, $levels), &ops)?;
                 }
             }
@@ -354,7 +357,7 @@ proptest! {
     fn tickless_driver_reaches_everything_in_order(
         bits in 1u32..=6,
         levels in 1u32..=6,
-        deadlines in proptest::collection::vec(when(), 0..40),
+        deadlines in proptest::collection::vec(when(), 0..MAX_OPS / 3),
     ) {
         run_tickless(geometry(bits, levels), &deadlines)?;
     }

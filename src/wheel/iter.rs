@@ -2,7 +2,7 @@
 
 use core::iter::FusedIterator;
 
-use super::list::Entry;
+use super::arena::{DrainEntries, Entries};
 use super::{Expired, Wheel};
 use crate::{Tick, TimerKey};
 
@@ -66,12 +66,13 @@ impl<T> core::fmt::Debug for Advance<'_, T> {
 /// assert_eq!(drain.next(), Some((4, 'q')));
 /// ```
 pub struct Drain<'a, T> {
-    inner: slab::Drain<'a, Entry<T>>,
+    inner: DrainEntries<'a, T>,
+    remaining: usize,
 }
 
 impl<'a, T> Drain<'a, T> {
-    pub(super) fn new(inner: slab::Drain<'a, Entry<T>>) -> Self {
-        Drain { inner }
+    pub(super) fn new(inner: DrainEntries<'a, T>, remaining: usize) -> Self {
+        Drain { inner, remaining }
     }
 }
 
@@ -80,11 +81,13 @@ impl<T> Iterator for Drain<'_, T> {
 
     #[inline]
     fn next(&mut self) -> Option<(Tick, T)> {
-        self.inner.next().map(|entry| (entry.deadline, entry.value))
+        let entry = self.inner.next()?;
+        self.remaining -= 1;
+        Some((entry.deadline, entry.value))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.inner.size_hint()
+        (self.remaining, Some(self.remaining))
     }
 }
 
@@ -94,7 +97,7 @@ impl<T> FusedIterator for Drain<'_, T> {}
 impl<T> core::fmt::Debug for Drain<'_, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Drain")
-            .field("remaining", &self.inner.len())
+            .field("remaining", &self.remaining)
             .finish()
     }
 }
@@ -108,12 +111,13 @@ impl<T> core::fmt::Debug for Drain<'_, T> {
 /// assert_eq!(total, 80);
 /// ```
 pub struct Iter<'a, T> {
-    inner: slab::Iter<'a, Entry<T>>,
+    inner: Entries<'a, T>,
+    remaining: usize,
 }
 
 impl<'a, T> Iter<'a, T> {
-    pub(super) fn new(inner: slab::Iter<'a, Entry<T>>) -> Self {
-        Iter { inner }
+    pub(super) fn new(inner: Entries<'a, T>, remaining: usize) -> Self {
+        Iter { inner, remaining }
     }
 }
 
@@ -122,17 +126,17 @@ impl<'a, T> Iterator for Iter<'a, T> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        self.inner.next().map(|(index, entry)| {
-            let key = TimerKey {
-                index: index as u32,
-                stamp: entry.stamp,
-            };
-            (key, entry.deadline, &entry.value)
-        })
+        let (index, entry) = self.inner.next()?;
+        self.remaining -= 1;
+        let key = TimerKey {
+            index,
+            stamp: entry.stamp,
+        };
+        Some((key, entry.deadline, &entry.value))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.inner.size_hint()
+        (self.remaining, Some(self.remaining))
     }
 }
 
@@ -143,6 +147,7 @@ impl<T> Clone for Iter<'_, T> {
     fn clone(&self) -> Self {
         Iter {
             inner: self.inner.clone(),
+            remaining: self.remaining,
         }
     }
 }
@@ -150,7 +155,7 @@ impl<T> Clone for Iter<'_, T> {
 impl<T> core::fmt::Debug for Iter<'_, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Iter")
-            .field("remaining", &self.inner.len())
+            .field("remaining", &self.remaining)
             .finish()
     }
 }

@@ -90,6 +90,7 @@
 //! [`Wheel::next_expiration`] never later than the earliest pending
 //! effective deadline.
 
+mod arena;
 mod iter;
 pub(crate) mod level;
 pub(crate) mod list;
@@ -100,10 +101,11 @@ use crate::error::CapacityError;
 use crate::key::{Stamps, TimerKey};
 use crate::Tick;
 
+use arena::Entry;
 pub use iter::{Advance, Drain, Iter};
 pub use level::Geometry;
 use level::{next_occupied, overflow_sweep_at, place, slot_start, Place};
-use list::{Entry, Link, ListId, Nodes, SENTINEL_BASE};
+use list::{Link, ListId, Nodes, SENTINEL_BASE};
 
 /// A fired timer: what [`Wheel::poll`] and [`Wheel::advance`] yield.
 ///
@@ -295,7 +297,7 @@ impl<T> Wheel<T> {
     /// assert!(wheel.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.nodes.entries.is_empty()
+        self.nodes.entries.len() == 0
     }
 
     /// Number of timers the wheel holds without allocating.
@@ -376,7 +378,7 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.get(key), Some(&'x'));
     /// ```
     pub fn try_insert(&mut self, deadline: Tick, value: T) -> Result<TimerKey, CapacityError<T>> {
-        if self.nodes.entries.vacant_key() >= Self::MAX_TIMERS {
+        if self.nodes.entries.next_index() >= Self::MAX_TIMERS {
             return Err(CapacityError::new(value));
         }
         let stamp = self.stamps.take();
@@ -384,8 +386,9 @@ impl<T> Wheel<T> {
             deadline,
             link: Link { prev: 0, next: 0 },
             stamp,
+            ahead: u32::MAX,
             value,
-        }) as u32;
+        });
         self.file_new(index, deadline);
         Ok(TimerKey { index, stamp })
     }
@@ -403,7 +406,7 @@ impl<T> Wheel<T> {
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
         self.entry(key)?;
         self.unlink(key.index);
-        Some(self.nodes.entries.remove(key.index as usize).value)
+        Some(self.nodes.entries.take(key.index).value)
     }
 
     /// Moves a pending timer to `deadline`, as if it were cancelled and
@@ -492,13 +495,13 @@ impl<T> Wheel<T> {
     pub fn next_expiration(&self) -> Option<Tick> {
         let due = self.nodes.first(self.lists.due);
         if let Some(first) = due {
-            return Some(self.nodes.entries[first as usize].deadline);
+            return Some(self.nodes.entries.entry(first).deadline);
         }
         let event = self.next_event().map(|(at, _)| at);
         let late = self
             .nodes
             .first(self.lists.late)
-            .map(|first| self.nodes.entries[first as usize].deadline);
+            .map(|first| self.nodes.entries.entry(first).deadline);
         match (event, late) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -567,7 +570,8 @@ impl<T> Wheel<T> {
     /// ```
     pub fn drain(&mut self) -> Drain<'_, T> {
         self.forget_lists();
-        Drain::new(self.nodes.entries.drain())
+        let remaining = self.nodes.entries.len();
+        Drain::new(self.nodes.entries.drain(), remaining)
     }
 
     /// Drops every pending timer. Keys stay stale forever; the clock is kept.
@@ -583,8 +587,8 @@ impl<T> Wheel<T> {
     /// ```
     pub fn clear(&mut self) {
         self.forget_lists();
-        // `Slab::drain` resets its bookkeeping before dropping anything, so
-        // a panicking `Drop` cannot leave the slab inconsistent.
+        // The arena's drain resets its bookkeeping before dropping anything,
+        // so a panicking `Drop` cannot leave it inconsistent.
         drop(self.nodes.entries.drain());
     }
 
@@ -598,7 +602,7 @@ impl<T> Wheel<T> {
     /// assert_eq!(all, [(key, 3, &"x")]);
     /// ```
     pub fn iter(&self) -> Iter<'_, T> {
-        Iter::new(self.nodes.entries.iter())
+        Iter::new(self.nodes.entries.iter(), self.nodes.entries.len())
     }
 
     // ---- internals ----------------------------------------------------
@@ -607,7 +611,7 @@ impl<T> Wheel<T> {
     fn entry(&self, key: TimerKey) -> Option<&Entry<T>> {
         self.nodes
             .entries
-            .get(key.index as usize)
+            .get(key.index)
             .filter(|entry| entry.stamp == key.stamp)
     }
 
@@ -615,7 +619,7 @@ impl<T> Wheel<T> {
     fn entry_mut(&mut self, key: TimerKey) -> Option<&mut Entry<T>> {
         self.nodes
             .entries
-            .get_mut(key.index as usize)
+            .get_mut(key.index)
             .filter(|entry| entry.stamp == key.stamp)
     }
 
@@ -638,7 +642,7 @@ impl<T> Wheel<T> {
     /// Re-files a cascading timer relative to the new `elapsed`.
     #[inline]
     fn refile(&mut self, index: u32) {
-        let deadline = self.nodes.entries[index as usize].deadline;
+        let deadline = self.nodes.entries.entry(index).deadline;
         let list = if deadline <= self.elapsed {
             self.lists.due
         } else {
@@ -702,7 +706,8 @@ impl<T> Wheel<T> {
         let due = self.lists.due;
         loop {
             if let Some(index) = self.nodes.pop_front(due) {
-                let entry = self.nodes.entries.remove(index as usize);
+                self.nodes.prefetch_ahead_of(index);
+                let entry = self.nodes.entries.take(index);
                 return Some(Expired {
                     key: TimerKey {
                         index,
@@ -765,6 +770,7 @@ impl<T> Wheel<T> {
         loop {
             // Read the successor before re-linking overwrites it.
             let next = self.nodes.next_of(index);
+            self.nodes.prefetch_ahead_of(index);
             self.refile(index);
             if index == chain.last {
                 break;
