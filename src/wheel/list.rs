@@ -98,7 +98,7 @@ impl<T> Nodes<T> {
     fn link(&self, node: u32) -> Link {
         match node.checked_sub(SENTINEL_BASE) {
             Some(list) => self.sentinels[list as usize],
-            None => self.entries.entry(node).link,
+            None => self.entries.link(node),
         }
     }
 
@@ -106,7 +106,7 @@ impl<T> Nodes<T> {
     fn link_mut(&mut self, node: u32) -> &mut Link {
         match node.checked_sub(SENTINEL_BASE) {
             Some(list) => &mut self.sentinels[list as usize],
-            None => &mut self.entries.entry_mut(node).link,
+            None => self.entries.link_mut(node),
         }
     }
 
@@ -126,7 +126,7 @@ impl<T> Nodes<T> {
     pub(crate) fn push_back(&mut self, list: ListId, node: u32) {
         let head = sentinel(list);
         let last = self.sentinels[list as usize].prev;
-        self.entries.entry_mut(node).link = Link {
+        *self.entries.link_mut(node) = Link {
             prev: last,
             next: head,
         };
@@ -149,7 +149,7 @@ impl<T> Nodes<T> {
             *trail = match self.entries.get_mut(trail.node) {
                 Some(entry) => {
                     entry.ahead = node;
-                    let next = entry.link.next;
+                    let next = self.entries.link(trail.node).next;
                     let next = if next < SENTINEL_BASE { next } else { node };
                     Trail {
                         node: next,
@@ -171,7 +171,7 @@ impl<T> Nodes<T> {
     /// if it is now empty.
     #[inline]
     pub(crate) fn unlink(&mut self, node: u32) -> Option<ListId> {
-        let Link { prev, next } = self.entries.entry(node).link;
+        let Link { prev, next } = self.entries.link(node);
         self.link_mut(prev).next = next;
         self.link_mut(next).prev = prev;
         (prev == next).then(|| prev - SENTINEL_BASE)
@@ -212,8 +212,8 @@ impl<T> Nodes<T> {
         };
         let tail = self.sentinels[to as usize].prev;
         self.link_mut(tail).next = first;
-        self.entries.entry_mut(first).link.prev = tail;
-        self.entries.entry_mut(last).link.next = sentinel(to);
+        self.entries.link_mut(first).prev = tail;
+        self.entries.link_mut(last).next = sentinel(to);
         self.sentinels[to as usize].prev = last;
     }
 
@@ -249,7 +249,6 @@ mod tests {
     fn add(nodes: &mut Nodes<u32>, value: u32) -> u32 {
         nodes.entries.insert(Entry {
             deadline: 0,
-            link: Link { prev: 0, next: 0 },
             stamp: core::num::NonZeroU32::MIN,
             ahead: u32::MAX,
             value,

@@ -105,7 +105,7 @@ use arena::Entry;
 pub use iter::{Advance, Drain, Iter};
 pub use level::Geometry;
 use level::{next_occupied, overflow_sweep_at, place, slot_start, Place};
-use list::{Link, ListId, Nodes, SENTINEL_BASE};
+use list::{ListId, Nodes, SENTINEL_BASE};
 
 /// A fired timer: what [`Wheel::poll`] and [`Wheel::advance`] yield.
 ///
@@ -384,7 +384,6 @@ impl<T> Wheel<T> {
         let stamp = self.stamps.take();
         let index = self.nodes.entries.insert(Entry {
             deadline,
-            link: Link { prev: 0, next: 0 },
             stamp,
             ahead: u32::MAX,
             value,
