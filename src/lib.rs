@@ -52,3 +52,8 @@ pub use wheel::{Expired, Geometry, Wheel};
 /// wheel.insert(tick, ());
 /// ```
 pub type Tick = u64;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
