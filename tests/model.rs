@@ -137,6 +137,8 @@ enum Op {
     Advance(When, Option<usize>),
     /// Read-only checks on one key.
     Inspect(usize),
+    /// `peek`, then take the timer (`true`) or re-arm it at a new deadline.
+    Peek(When, bool, When),
     Drain,
     Clear,
 }
@@ -149,6 +151,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => step().prop_map(Op::Poll),
         4 => (step(), proptest::option::of(0usize..6)).prop_map(|(w, l)| Op::Advance(w, l)),
         2 => any::<usize>().prop_map(Op::Inspect),
+        3 => (step(), any::<bool>(), when()).prop_map(|(s, t, w)| Op::Peek(s, t, w)),
         1 => Just(Op::Drain),
         1 => Just(Op::Clear),
     ]
@@ -213,6 +216,28 @@ fn run(geometry: Geometry, ops: &[Op]) -> Result<(), TestCaseError> {
                 prop_assert_eq!(wheel.contains(key), pending.is_some());
                 prop_assert_eq!(wheel.get(key).copied(), pending.map(|_| value));
                 prop_assert_eq!(wheel.deadline(key), pending.map(|p| p.1));
+            }
+            Op::Peek(step, take, rearm) => {
+                let now = resolve(step, model.now);
+                let peeked = wheel.peek(now);
+                model.now = model.now.max(now);
+                let head = model
+                    .queue
+                    .iter()
+                    .next()
+                    .filter(|(at, _)| at.0 <= model.now);
+                let want = head.map(|(_, &v)| (v, model.pending[&v].1));
+                let got = peeked.map(|(key, deadline)| (*wheel.get(key).unwrap(), deadline));
+                prop_assert_eq!(got, want, "peek({})", now);
+                if let Some((key, _)) = peeked {
+                    let value = got.unwrap().0;
+                    if *take {
+                        prop_assert_eq!(wheel.cancel(key), model.cancel(value));
+                    } else {
+                        let deadline = resolve(rearm, model.now);
+                        prop_assert_eq!(wheel.reset(key, deadline), model.reset(value, deadline));
+                    }
+                }
             }
             Op::Drain => {
                 let mut got: Vec<_> = wheel.drain().collect();

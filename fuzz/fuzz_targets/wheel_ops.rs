@@ -191,6 +191,8 @@ enum Op {
     Advance(When, Option<u8>),
     /// `contains`, `get` and `deadline` on one key.
     Inspect(u16),
+    /// `peek`, then take the due timer (`true`) or re-arm it at a deadline.
+    Peek(When, bool, When),
     Drain,
     Clear,
 }
@@ -198,7 +200,7 @@ enum Op {
 impl Op {
     /// Tag byte weighted like the proptest strategy, then operands.
     fn decode(b: &mut Bytes<'_>) -> Op {
-        match b.u8() % 29 {
+        match b.u8() % 32 {
             0..=9 => Op::Insert(When::deadline(b)),
             10..=12 => Op::Cancel(b.u16()),
             13..=16 => Op::Reset(b.u16(), When::deadline(b)),
@@ -210,7 +212,12 @@ impl Op {
             }
             25..=26 => Op::Inspect(b.u16()),
             27 => Op::Drain,
-            _ => Op::Clear,
+            28 => Op::Clear,
+            _ => {
+                let step = When::step(b);
+                let take = b.u8() & 1 == 0;
+                Op::Peek(step, take, When::deadline(b))
+            }
         }
     }
 }
@@ -324,6 +331,36 @@ fn run(input: &Input) {
                     "op {i}: {op:?}"
                 );
                 assert_eq!(wheel.deadline(key), pending.map(|p| p.1), "op {i}: {op:?}");
+            }
+            Op::Peek(step, take, rearm) => {
+                let now = step.resolve(model.now);
+                let peeked = wheel.peek(now);
+                model.now = model.now.max(now);
+                let want = model
+                    .queue
+                    .iter()
+                    .next()
+                    .filter(|(at, _)| at.0 <= model.now)
+                    .map(|(_, &v)| (model.pending[&v].1, v));
+                let got = peeked.map(|(key, deadline)| {
+                    let value = *wheel.get(key).expect("a peeked key is pending");
+                    assert_eq!(key, keys[value as usize], "op {i}: peeked key");
+                    (deadline, value)
+                });
+                assert_eq!(got, want, "op {i}: peek({now})");
+                if let Some((key, _)) = peeked {
+                    let value = got.unwrap().1;
+                    if take {
+                        assert_eq!(wheel.cancel(key), model.cancel(value), "op {i}: take");
+                    } else {
+                        let deadline = rearm.resolve(model.now);
+                        assert_eq!(
+                            wheel.reset(key, deadline),
+                            model.reset(value, deadline),
+                            "op {i}: re-arm at {deadline}"
+                        );
+                    }
+                }
             }
             Op::Drain => {
                 let mut got: Vec<_> = wheel.drain().collect();

@@ -529,6 +529,37 @@ impl<T> Wheel<T> {
         self.next_due()
     }
 
+    /// Moves time forward to `now` and returns the key and deadline of the
+    /// next due timer *without removing it*, or `None` if none is due.
+    ///
+    /// The timer stays first in line until it is taken with
+    /// [`cancel`](Self::cancel) or moved with [`reset`](Self::reset). This is
+    /// how periodic work re-arms itself in place, keeping its key:
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let heartbeat = wheel.insert(100, "ping");
+    /// let mut runs = Vec::new();
+    /// for now in [100, 250, 310] {
+    ///     while let Some((key, deadline)) = wheel.peek(now) {
+    ///         runs.push(deadline);
+    ///         wheel.reset(key, deadline + 100); // fixed rate: no drift
+    ///     }
+    /// }
+    /// assert_eq!(runs, [100, 200, 300]);
+    /// assert!(wheel.contains(heartbeat)); // same key, next run at 400
+    /// ```
+    pub fn peek(&mut self, now: Tick) -> Option<(TimerKey, Tick)> {
+        self.set_now(now);
+        let index = self.first_due()?;
+        let entry = self.nodes.entries.entry(index);
+        let key = TimerKey {
+            index,
+            stamp: entry.stamp,
+        };
+        Some((key, entry.deadline))
+    }
+
     /// Moves time forward to `now` and returns an iterator over the timers
     /// due by then, in expiry order.
     ///
@@ -702,19 +733,27 @@ impl<T> Wheel<T> {
 
     /// The next due timer, processing events up to `now` as needed.
     fn next_due(&mut self) -> Option<Expired<T>> {
+        let index = self.first_due()?;
+        self.nodes.prefetch_ahead_of(index);
+        self.nodes.unlink(index);
+        let entry = self.nodes.entries.take(index);
+        Some(Expired {
+            key: TimerKey {
+                index,
+                stamp: entry.stamp,
+            },
+            deadline: entry.deadline,
+            value: entry.value,
+        })
+    }
+
+    /// The first entry of the due list, processing events up to `now` until
+    /// there is one (or none is left).
+    fn first_due(&mut self) -> Option<u32> {
         let due = self.lists.due;
         loop {
-            if let Some(index) = self.nodes.pop_front(due) {
-                self.nodes.prefetch_ahead_of(index);
-                let entry = self.nodes.entries.take(index);
-                return Some(Expired {
-                    key: TimerKey {
-                        index,
-                        stamp: entry.stamp,
-                    },
-                    deadline: entry.deadline,
-                    value: entry.value,
-                });
+            if let Some(index) = self.nodes.first(due) {
+                return Some(index);
             }
             if self.process_next_event() {
                 continue;
