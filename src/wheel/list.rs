@@ -178,7 +178,7 @@ impl<T> Nodes<T> {
     }
 
     /// Unlinks and returns the first entry of `list`.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn pop_front(&mut self, list: ListId) -> Option<u32> {
         let first = self.first(list)?;
         self.unlink(first);
