@@ -34,10 +34,16 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "std")]
+pub mod driver;
 mod error;
 mod key;
+#[cfg(feature = "std")]
+mod sync;
 pub mod wheel;
 
+#[cfg(feature = "std")]
+pub use driver::Timer;
 pub use error::{CapacityError, GeometryError};
 pub use key::TimerKey;
 pub use wheel::{Expired, Geometry, Wheel};

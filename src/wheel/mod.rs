@@ -120,12 +120,15 @@ use list::{ListId, Nodes, SENTINEL_BASE};
 /// let fired = wheel.poll(10).unwrap();
 /// assert_eq!((fired.key, fired.deadline, fired.value), (key, 3, "retry"));
 /// ```
+///
+/// The std layer's [`driver::Expired`](crate::driver::Expired) is the same
+/// struct with a timer handle and an `Instant` in place of the key and tick.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Expired<T> {
+pub struct Expired<T, K = TimerKey, D = Tick> {
     /// The key the timer had; stale from now on.
-    pub key: TimerKey,
+    pub key: K,
     /// The deadline that was asked for at insert or last reset.
-    pub deadline: Tick,
+    pub deadline: D,
     /// The timer's value.
     pub value: T,
 }

@@ -1,0 +1,186 @@
+//! Where the driver gets the time, and how it sleeps.
+
+#[cfg(any(feature = "test-util", loom))]
+use alloc::vec::Vec;
+use core::time::Duration;
+use std::time::Instant;
+
+use crate::sync::thread;
+#[cfg(any(feature = "test-util", loom))]
+use crate::sync::{Arc, Mutex, Thread};
+
+/// A monotonic clock the driver thread reads and sleeps on.
+///
+/// # Contract
+///
+/// - [`now`](Clock::now) is called from any thread (every `schedule` reads
+///   it), must never go backwards, and should be cheap.
+/// - [`sleep_until`](Clock::sleep_until) is called only by the driver
+///   thread. It must return no later than shortly after `deadline` (`None`:
+///   no deadline), and promptly once the driver thread is unparked
+///   (`Thread::unpark`), including an unpark that came before the call. It
+///   may return early; the driver re-checks.
+/// - Neither may panic.
+///
+/// [`SystemClock`] is the real one; `ManualClock` (feature `test-util`) moves
+/// only when told to, for deterministic tests.
+///
+/// ```
+/// use std::time::Instant;
+/// use tickwheel::driver::{Clock, SystemClock};
+///
+/// let clock = SystemClock;
+/// let before = Instant::now();
+/// assert!(clock.now() >= before);
+/// ```
+pub trait Clock: Send + Sync + 'static {
+    /// The current time.
+    fn now(&self) -> Instant;
+
+    /// Blocks the calling (driver) thread until `deadline`, an unpark, or
+    /// a spurious wake-up, whichever comes first.
+    fn sleep_until(&self, deadline: Option<Instant>);
+}
+
+/// The monotonic system clock (`Instant::now`); sleeps with
+/// `thread::park_timeout`.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use tickwheel::driver::{Clock, SystemClock};
+///
+/// let start = Instant::now();
+/// SystemClock.sleep_until(Some(start + Duration::from_millis(2)));
+/// assert!(Instant::now() >= start); // may wake early; never fails
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[inline]
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep_until(&self, deadline: Option<Instant>) {
+        match deadline {
+            None => thread::park(),
+            Some(deadline) => {
+                let now = Instant::now();
+                if deadline > now {
+                    park_for(deadline - now);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(loom))]
+fn park_for(duration: Duration) {
+    thread::park_timeout(duration);
+}
+
+/// loom has no timed park; a model never relies on the system clock.
+#[cfg(loom)]
+fn park_for(_duration: Duration) {
+    thread::yield_now();
+}
+
+/// A clock that moves only when [`advance`](ManualClock::advance) is
+/// called, waking whoever sleeps on it. Cloning shares the time.
+///
+/// With it, driver tests are deterministic and take no wall-clock time:
+/// schedule, advance, then wait for the executor to report.
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::driver::{Clock, ManualClock};
+///
+/// let clock = ManualClock::new();
+/// let t0 = clock.now();
+/// clock.advance(Duration::from_secs(5));
+/// assert_eq!(clock.now() - t0, Duration::from_secs(5));
+/// ```
+#[cfg(any(feature = "test-util", loom))]
+#[derive(Debug, Clone)]
+pub struct ManualClock {
+    inner: Arc<Mutex<ManualState>>,
+}
+
+#[cfg(any(feature = "test-util", loom))]
+#[derive(Debug)]
+struct ManualState {
+    now: Instant,
+    /// Threads that have slept on this clock: woken on every advance.
+    sleepers: Vec<Thread>,
+}
+
+#[cfg(any(feature = "test-util", loom))]
+impl ManualClock {
+    /// A clock standing at the current instant.
+    ///
+    /// ```
+    /// let clock = tickwheel::driver::ManualClock::new();
+    /// # let _ = clock;
+    /// ```
+    pub fn new() -> Self {
+        ManualClock {
+            inner: Arc::new(Mutex::new(ManualState {
+                now: Instant::now(),
+                sleepers: Vec::new(),
+            })),
+        }
+    }
+
+    /// Moves the time forward and wakes every thread sleeping on the clock.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::driver::{Clock, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let t0 = clock.now();
+    /// clock.advance(Duration::from_millis(1));
+    /// assert!(clock.now() > t0);
+    /// ```
+    pub fn advance(&self, by: Duration) {
+        let sleepers = {
+            let mut state = self.inner.lock();
+            state.now += by;
+            state.sleepers.clone()
+        };
+        for thread in sleepers {
+            thread.unpark();
+        }
+    }
+}
+
+#[cfg(any(feature = "test-util", loom))]
+impl Default for ManualClock {
+    fn default() -> Self {
+        ManualClock::new()
+    }
+}
+
+#[cfg(any(feature = "test-util", loom))]
+impl Clock for ManualClock {
+    fn now(&self) -> Instant {
+        self.inner.lock().now
+    }
+
+    fn sleep_until(&self, deadline: Option<Instant>) {
+        {
+            let mut state = self.inner.lock();
+            if deadline.is_some_and(|deadline| deadline <= state.now) {
+                return;
+            }
+            let me = thread::current();
+            if !state.sleepers.iter().any(|t| t.id() == me.id()) {
+                state.sleepers.push(me);
+            }
+        }
+        // An advance or an unpark between the unlock and here leaves the
+        // park token set, so this returns at once.
+        thread::park();
+    }
+}

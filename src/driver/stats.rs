@@ -1,0 +1,226 @@
+//! Counters and the lateness histogram behind [`Timer::stats`](super::Timer::stats).
+
+use core::time::Duration;
+
+use crate::sync::{AtomicU64, Ordering};
+
+/// Buckets of the lateness histogram: bucket 0 holds lateness under 1 µs,
+/// bucket `i` holds `[2^(i-1), 2^i)` µs, and the last one everything above.
+pub(crate) const BUCKETS: usize = 32;
+
+/// A snapshot of a timer's counters, from [`Timer::stats`](super::Timer::stats).
+///
+/// Counts are totals since the timer was built. They are read one by one
+/// without stopping the timer, so a snapshot taken under load is a moment's
+/// approximation (each counter is exact, their sum may be a few ops apart).
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::Timer;
+///
+/// let timer = Timer::new()?;
+/// let handle = timer.schedule(Duration::from_secs(60), Box::new(|| ()))?;
+/// timer.cancel(handle);
+/// let stats = timer.stats();
+/// assert_eq!((stats.scheduled, stats.cancelled, stats.pending), (1, 1, 0));
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stats {
+    /// Timers scheduled and neither fired nor cancelled.
+    pub pending: usize,
+    /// Timers accepted by `schedule`, `schedule_at` or `schedule_repeating`
+    /// (a repeating timer counts once).
+    pub scheduled: u64,
+    /// Runs handed to the executor (each run of a repeating timer counts).
+    pub fired: u64,
+    /// Timers removed by `cancel`.
+    pub cancelled: u64,
+    /// Runs the executor refused (then passed to the `on_undelivered` hook).
+    pub rejected: u64,
+    /// Runs whose task, value factory or executor panicked.
+    pub panicked: u64,
+    /// Times the driver thread woke up and scanned the wheels. With no
+    /// timers pending it sleeps without a deadline, so this stays still.
+    pub wakeups: u64,
+    /// How late runs were handed to the executor.
+    pub lateness: Lateness,
+}
+
+/// Distribution of lateness: the time from a run's deadline (rounded up to
+/// the tick) to its hand-off to the executor.
+///
+/// Buckets double in width (under 1 µs, 1–2 µs, 2–4 µs, …), so quantiles
+/// are upper bounds within a factor of two; [`max`](Self::max) is exact.
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::driver::Lateness;
+///
+/// let empty = Lateness::default();
+/// assert_eq!(empty.count(), 0);
+/// assert_eq!(empty.quantile(0.99), Duration::ZERO);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Lateness {
+    buckets: [u64; BUCKETS],
+    max: Duration,
+    total: Duration,
+}
+
+impl Lateness {
+    /// Number of runs recorded.
+    ///
+    /// ```
+    /// # let l = tickwheel::driver::Lateness::default();
+    /// assert_eq!(l.count(), 0);
+    /// ```
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// The largest lateness recorded.
+    ///
+    /// ```
+    /// # let l = tickwheel::driver::Lateness::default();
+    /// assert_eq!(l.max(), std::time::Duration::ZERO);
+    /// ```
+    pub fn max(&self) -> Duration {
+        self.max
+    }
+
+    /// The mean lateness.
+    ///
+    /// ```
+    /// # let l = tickwheel::driver::Lateness::default();
+    /// assert_eq!(l.mean(), std::time::Duration::ZERO);
+    /// ```
+    pub fn mean(&self) -> Duration {
+        match u32::try_from(self.count()) {
+            Ok(0) => Duration::ZERO,
+            Ok(count) => self.total / count,
+            Err(_) => {
+                Duration::from_nanos((self.total.as_nanos() / u128::from(self.count())) as u64)
+            }
+        }
+    }
+
+    /// An upper bound of the `q`-quantile (`0.0 ..= 1.0`): the upper edge of
+    /// the bucket it falls in, capped at [`max`](Self::max).
+    ///
+    /// ```
+    /// # let l = tickwheel::driver::Lateness::default();
+    /// assert_eq!(l.quantile(0.5), std::time::Duration::ZERO);
+    /// ```
+    pub fn quantile(&self, q: f64) -> Duration {
+        let count = self.count();
+        if count == 0 {
+            return Duration::ZERO;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (bucket, &n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return bucket_upper_edge(bucket).min(self.max);
+            }
+        }
+        self.max
+    }
+
+    /// The non-empty buckets as `(upper edge, count)`, in order.
+    ///
+    /// ```
+    /// # let l = tickwheel::driver::Lateness::default();
+    /// assert_eq!(l.buckets().count(), 0);
+    /// ```
+    pub fn buckets(&self) -> impl Iterator<Item = (Duration, u64)> + '_ {
+        self.buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(bucket, &n)| (bucket_upper_edge(bucket), n))
+    }
+}
+
+fn bucket_of(lateness: Duration) -> usize {
+    let micros = lateness.as_micros();
+    if micros == 0 {
+        0
+    } else {
+        ((128 - micros.leading_zeros()) as usize).min(BUCKETS - 1)
+    }
+}
+
+fn bucket_upper_edge(bucket: usize) -> Duration {
+    if bucket == BUCKETS - 1 {
+        Duration::MAX
+    } else {
+        Duration::from_micros(1 << bucket)
+    }
+}
+
+/// The driver's side: lock-free counters, written by the driver thread only
+/// (and read by anyone).
+#[derive(Debug, Default)]
+pub(crate) struct Recorder {
+    pub(crate) fired: AtomicU64,
+    pub(crate) rejected: AtomicU64,
+    pub(crate) panicked: AtomicU64,
+    buckets: [AtomicU64; BUCKETS],
+    max_nanos: AtomicU64,
+    total_nanos: AtomicU64,
+}
+
+impl Recorder {
+    pub(crate) fn lateness(&self, lateness: Duration) {
+        let nanos = u64::try_from(lateness.as_nanos()).unwrap_or(u64::MAX);
+        self.buckets[bucket_of(lateness)].fetch_add(1, Ordering::Relaxed);
+        self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
+        self.total_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> Lateness {
+        let mut buckets = [0; BUCKETS];
+        for (out, bucket) in buckets.iter_mut().zip(&self.buckets) {
+            *out = bucket.load(Ordering::Relaxed);
+        }
+        Lateness {
+            buckets,
+            max: Duration::from_nanos(self.max_nanos.load(Ordering::Relaxed)),
+            total: Duration::from_nanos(self.total_nanos.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_double() {
+        assert_eq!(bucket_of(Duration::from_nanos(999)), 0);
+        assert_eq!(bucket_of(Duration::from_micros(1)), 1);
+        assert_eq!(bucket_of(Duration::from_micros(3)), 2);
+        assert_eq!(bucket_of(Duration::from_micros(1023)), 10);
+        assert_eq!(bucket_of(Duration::from_micros(1024)), 11);
+        assert_eq!(bucket_of(Duration::from_secs(1 << 40)), BUCKETS - 1);
+    }
+
+    #[test]
+    fn quantiles_are_bucket_upper_edges_capped_at_the_max() {
+        let recorder = Recorder::default();
+        for micros in [100, 200, 300, 900, 1_100] {
+            recorder.lateness(Duration::from_micros(micros));
+        }
+        let l = recorder.snapshot();
+        assert_eq!(l.count(), 5);
+        assert_eq!(l.max(), Duration::from_micros(1_100));
+        assert_eq!(l.mean(), Duration::from_micros(520));
+        assert_eq!(l.quantile(0.2), Duration::from_micros(128));
+        assert_eq!(l.quantile(0.6), Duration::from_micros(512));
+        assert_eq!(l.quantile(0.8), Duration::from_micros(1_024));
+        assert_eq!(l.quantile(1.0), Duration::from_micros(1_100));
+        assert_eq!(l.buckets().map(|(_, n)| n).sum::<u64>(), 5);
+    }
+}

@@ -1,0 +1,567 @@
+//! The std layer's behaviour, mostly on a `ManualClock`, so that it is
+//! deterministic and fast: `clock.advance(..)` then `timer.sync()` waits for
+//! the driver to finish a pass at the new time.
+
+extern crate alloc;
+
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicUsize, Ordering};
+use core::time::Duration;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+use tickwheel::driver::{
+    Expired, Inline, ManualClock, MissedTicks, Task, ThreadPool, Undelivered, Why,
+};
+use tickwheel::Timer;
+
+const MS: Duration = Duration::from_millis(1);
+
+/// A timer on a manual clock whose fired values come out of a channel.
+fn channel_timer<T: Send + 'static>() -> (ManualClock, Timer<T, Sender<T>>, Receiver<T>) {
+    let clock = ManualClock::new();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(tx)
+        .build()
+        .unwrap();
+    (clock, timer, rx)
+}
+
+/// A timer on a manual clock that records each fired value with its
+/// deadline.
+#[allow(clippy::type_complexity)]
+fn recording_timer<T: Send + 'static>() -> (
+    ManualClock,
+    Timer<T, impl tickwheel::driver::Executor<T>>,
+    Receiver<(Instant, T)>,
+) {
+    let clock = ManualClock::new();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(move |fired: Expired<T>| tx.send((fired.deadline, fired.value)).unwrap())
+        .build()
+        .unwrap();
+    (clock, timer, rx)
+}
+
+fn advance<T: Send + 'static, E: tickwheel::driver::Executor<T>>(
+    clock: &ManualClock,
+    timer: &Timer<T, E>,
+    by: Duration,
+) {
+    clock.advance(by);
+    timer.sync();
+}
+
+#[test]
+fn fires_in_deadline_order_fifo_on_ties() {
+    let (clock, timer, rx) = channel_timer();
+    for (delay, name) in [(30, "c"), (10, "a"), (20, "b1"), (20, "b2"), (40, "d")] {
+        timer.schedule(delay * MS, name).unwrap();
+    }
+    advance(&clock, &timer, 100 * MS);
+    let fired: Vec<_> = rx.try_iter().collect();
+    assert_eq!(fired, ["a", "b1", "b2", "c", "d"]);
+}
+
+#[test]
+fn never_fires_before_its_deadline() {
+    let (clock, timer, rx) = channel_timer();
+    // Not on a tick boundary: the deadline (5.5 ms) rounds up to tick 6.
+    clock.advance(MS / 2);
+    timer.schedule(5 * MS, "x").unwrap();
+    advance(&clock, &timer, 5 * MS - Duration::from_nanos(1));
+    assert!(rx.try_recv().is_err(), "fired before 5.5 ms");
+    advance(&clock, &timer, Duration::from_nanos(1)); // 5.5 ms: still inside tick 5
+    assert!(rx.try_recv().is_err(), "fired before its tick");
+    advance(&clock, &timer, MS / 2); // 6 ms
+    assert_eq!(rx.try_recv().unwrap(), "x");
+}
+
+#[test]
+fn deadlines_are_reported_rounded_up_to_the_tick() {
+    let (clock, timer, rx) = recording_timer();
+    let t0 = clock_now(&clock);
+    clock.advance(MS / 3);
+    timer.schedule(2 * MS, ()).unwrap();
+    advance(&clock, &timer, 10 * MS);
+    let (deadline, ()) = rx.try_recv().unwrap();
+    assert_eq!(deadline - t0, 3 * MS); // 2.33 ms rounds up to 3 ms
+}
+
+fn clock_now(clock: &ManualClock) -> Instant {
+    tickwheel::driver::Clock::now(clock)
+}
+
+#[test]
+fn cancel_and_reset_and_stale_handles() {
+    let (clock, timer, rx) = channel_timer();
+    let a = timer.schedule(10 * MS, "a").unwrap();
+    let b = timer.schedule(10 * MS, "b").unwrap();
+    assert_eq!(timer.cancel(a), Some("a"));
+    assert_eq!(timer.cancel(a), None);
+    assert!(!timer.reset(a, MS));
+    assert!(timer.reset(b, 50 * MS));
+    advance(&clock, &timer, 20 * MS);
+    assert!(rx.try_recv().is_err());
+    advance(&clock, &timer, 40 * MS);
+    assert_eq!(rx.try_recv().unwrap(), "b");
+    // Fired: stale.
+    assert_eq!(timer.cancel(b), None);
+    assert!(!timer.reset(b, MS));
+    assert_eq!(timer.pending(), 0);
+}
+
+#[test]
+fn an_earlier_timer_wakes_a_sleeping_driver() {
+    // Real clock: the driver sleeps until the far timer; a near one must
+    // wake it (no lost wake-up).
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let timer = Timer::builder().executor(tx).build().unwrap();
+    timer.schedule(Duration::from_secs(3600), "far").unwrap();
+    std::thread::sleep(5 * MS); // let the driver go to sleep
+    let start = Instant::now();
+    timer.schedule(10 * MS, "near").unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), "near");
+    assert!(start.elapsed() >= 10 * MS, "fired early");
+}
+
+#[test]
+fn idle_driver_does_not_wake() {
+    let (clock, timer, _rx) = channel_timer::<()>();
+    timer.sync();
+    let before = timer.stats().wakeups;
+    std::thread::sleep(50 * MS);
+    assert_eq!(timer.stats().wakeups, before);
+    let _ = clock;
+    // Real clock too: no timers, no deadline, no wake-ups.
+    let timer = Timer::new().unwrap();
+    std::thread::sleep(20 * MS);
+    let before = timer.stats().wakeups;
+    std::thread::sleep(100 * MS);
+    assert_eq!(timer.stats().wakeups, before);
+}
+
+#[test]
+fn periodic_fixed_rate_does_not_drift_over_10_000_periods() {
+    let (clock, timer, rx) = recording_timer();
+    let t0 = clock_now(&clock);
+    let period = 3 * MS;
+    timer
+        .schedule_repeating(7 * MS, period, MissedTicks::Burst, || ())
+        .map_err(|e| e.to_string())
+        .unwrap();
+    // Advance in uneven steps that never line up with the period.
+    let steps = [MS, 2 * MS, MS / 2, 5 * MS / 2, 4 * MS];
+    let mut fired = Vec::new();
+    let mut i = 0;
+    while fired.len() < 10_000 {
+        advance(&clock, &timer, steps[i % steps.len()]);
+        fired.extend(rx.try_iter().map(|(deadline, ())| deadline));
+        i += 1;
+    }
+    for (n, deadline) in fired.iter().enumerate().take(10_000) {
+        assert_eq!(*deadline - t0, 7 * MS + period * n as u32, "run {n}");
+    }
+}
+
+/// Fires a repeating timer (period 10 ms, first at 10 ms) through a gap of
+/// 35 ms and reports the deadlines of the runs, then of the next run.
+fn runs_through_a_gap(missed: MissedTicks) -> Vec<Duration> {
+    let (clock, timer, rx) = recording_timer();
+    let t0 = clock_now(&clock);
+    timer
+        .schedule_repeating(10 * MS, 10 * MS, missed, || ())
+        .map_err(|e| e.to_string())
+        .unwrap();
+    advance(&clock, &timer, 10 * MS); // run 0 on time
+    advance(&clock, &timer, 35 * MS); // now 45 ms: runs at 20, 30, 40 missed
+    let mut deadlines: Vec<_> = rx.try_iter().map(|(d, ())| d - t0).collect();
+    // Then step to the next run.
+    for _ in 0..30 {
+        advance(&clock, &timer, MS);
+        let next: Vec<_> = rx.try_iter().map(|(d, ())| d - t0).collect();
+        if !next.is_empty() {
+            deadlines.extend(next);
+            break;
+        }
+    }
+    deadlines
+}
+
+#[test]
+fn missed_ticks_burst_runs_every_missed_run() {
+    assert_eq!(
+        runs_through_a_gap(MissedTicks::Burst),
+        [10, 20, 30, 40, 50].map(|m| m * MS)
+    );
+}
+
+#[test]
+fn missed_ticks_skip_stays_on_the_grid() {
+    assert_eq!(
+        runs_through_a_gap(MissedTicks::Skip),
+        [10, 20, 50].map(|m| m * MS)
+    );
+}
+
+#[test]
+fn missed_ticks_delay_restarts_from_now() {
+    // Run 1 (due 20) runs at 45; the next is 45 + 10.
+    assert_eq!(
+        runs_through_a_gap(MissedTicks::Delay),
+        [10, 20, 55].map(|m| m * MS)
+    );
+}
+
+#[test]
+fn cancelling_a_repeating_timer_stops_future_runs() {
+    let (clock, timer, rx) = recording_timer();
+    let beat = timer
+        .schedule_repeating(MS, MS, MissedTicks::Burst, || "beat")
+        .map_err(|e| e.to_string())
+        .unwrap();
+    advance(&clock, &timer, 3 * MS);
+    assert_eq!(rx.try_iter().count(), 3);
+    assert_eq!(timer.cancel(beat), Some("beat"));
+    assert_eq!(timer.cancel(beat), None);
+    advance(&clock, &timer, 10 * MS);
+    assert_eq!(rx.try_iter().count(), 0);
+    assert_eq!(timer.pending(), 0);
+}
+
+#[test]
+fn fixed_delay_measures_from_the_end_of_each_run() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(Inline)
+        .build()
+        .unwrap();
+    let runs = Arc::new(Mutex::new(Vec::new()));
+    let (t0, log, run_clock) = (clock_now(&clock), Arc::clone(&runs), clock.clone());
+    let handle = timer
+        .with_fixed_delay(2 * MS, 5 * MS, move || {
+            log.lock().unwrap().push(clock_now(&run_clock) - t0);
+            // Each run takes 3 ms of (manual) time.
+            run_clock.advance(3 * MS);
+        })
+        .map_err(|e| e.to_string())
+        .unwrap();
+    for _ in 0..40 {
+        advance(&clock, &timer, MS);
+    }
+    let runs = runs.lock().unwrap().clone();
+    // Starts at 2; each run ends 3 later and the next starts 5 after that.
+    assert!(runs.len() >= 3, "{runs:?}");
+    for (n, start) in runs.iter().enumerate().take(3) {
+        assert_eq!(*start, (2 + 8 * n as u32) * MS, "{runs:?}");
+    }
+    assert!(timer.cancel(handle).is_some());
+}
+
+#[test]
+fn max_pending_hands_the_value_back() {
+    let clock = ManualClock::new();
+    let (tx, _rx) = crossbeam_channel::unbounded();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .max_pending(2)
+        .executor(tx)
+        .build()
+        .unwrap();
+    let a = timer.schedule(MS, 1).unwrap();
+    timer.schedule(MS, 2).unwrap();
+    let err = timer.schedule(MS, 3).unwrap_err();
+    assert!(err.is_full());
+    assert_eq!(err.into_inner(), 3);
+    timer.cancel(a);
+    timer.schedule(MS, 4).unwrap();
+    // Firing frees room too.
+    advance(&clock, &timer, 2 * MS);
+    timer.schedule(MS, 5).unwrap();
+    timer.schedule(MS, 6).unwrap();
+    assert!(timer.schedule(MS, 7).unwrap_err().is_full());
+}
+
+#[test]
+fn shutdown_returns_every_unfired_timer_and_refuses_new_ones() {
+    let (clock, timer, rx) = channel_timer();
+    let t0 = clock_now(&clock);
+    for i in 0..100u32 {
+        timer.schedule((i % 10 + 1) * 10 * MS, i).unwrap();
+    }
+    timer
+        .schedule_repeating(15 * MS, 100 * MS, MissedTicks::Burst, || 1_000)
+        .map_err(|e| e.to_string())
+        .unwrap();
+    advance(&clock, &timer, 25 * MS); // fires i % 10 in {0, 1} and the repeat
+    let fired: Vec<u32> = rx.try_iter().collect();
+    let unfired = timer.shutdown();
+    let mut all: Vec<u32> = fired
+        .iter()
+        .copied()
+        .chain(unfired.iter().map(|(_, v)| *v))
+        .collect();
+    all.sort();
+    let mut want: Vec<u32> = (0..100).chain([1_000, 1_000]).collect();
+    want.sort();
+    assert_eq!(all, want, "each value fired or returned, exactly once");
+    // Deadlines come back too: the repeat's next run is at 115 ms.
+    assert!(unfired
+        .iter()
+        .any(|&(d, v)| v == 1_000 && d - t0 == 115 * MS));
+    let err = timer.schedule(MS, 7).unwrap_err();
+    assert!(err.is_shutdown());
+    assert_eq!(err.into_inner(), 7);
+    assert!(timer.shutdown().is_empty());
+}
+
+#[test]
+fn graceful_shutdown_fires_what_is_due_and_drains_the_pool() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(ThreadPool::new(2))
+        .build()
+        .unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    for _ in 0..50 {
+        let done = Arc::clone(&done);
+        timer
+            .schedule(
+                MS,
+                Box::new(move || {
+                    std::thread::sleep(MS);
+                    done.fetch_add(1, Ordering::SeqCst);
+                }),
+            )
+            .unwrap();
+    }
+    timer
+        .schedule(Duration::from_secs(60), Box::new(|| ()))
+        .unwrap();
+    clock.advance(2 * MS);
+    let future = timer.shutdown_graceful();
+    assert_eq!(done.load(Ordering::SeqCst), 50, "the pool was not drained");
+    assert_eq!(future.len(), 1);
+}
+
+#[test]
+fn a_panicking_task_is_counted_and_nothing_else_is_affected() {
+    for pool in [false, true] {
+        let clock = ManualClock::new();
+        let builder = Timer::builder().clock(clock.clone());
+        let ran = Arc::new(AtomicUsize::new(0));
+        let tasks = |timer: &dyn Fn(Task)| {
+            for i in 0..10 {
+                let ran = Arc::clone(&ran);
+                timer(Box::new(move || {
+                    assert!(i % 3 != 0, "task {i} panics");
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }));
+            }
+        };
+        let stats = if pool {
+            let timer = builder.executor(ThreadPool::new(1)).build().unwrap();
+            tasks(&|t| {
+                timer.schedule(MS, t).unwrap();
+            });
+            advance(&clock, &timer, 2 * MS);
+            let _ = timer.shutdown_graceful();
+            timer.stats()
+        } else {
+            let timer = builder.executor(Inline).build().unwrap();
+            tasks(&|t| {
+                timer.schedule(MS, t).unwrap();
+            });
+            advance(&clock, &timer, 2 * MS);
+            // The driver survived: it still fires.
+            let later = Arc::clone(&ran);
+            timer
+                .schedule(
+                    MS,
+                    Box::new(move || {
+                        later.fetch_add(100, Ordering::SeqCst);
+                    }),
+                )
+                .unwrap();
+            advance(&clock, &timer, 2 * MS);
+            timer.stats()
+        };
+        assert_eq!(stats.panicked, 4, "pool: {pool}");
+        assert_eq!(ran.load(Ordering::SeqCst) % 100, 6, "pool: {pool}");
+        assert_eq!(stats.fired, if pool { 10 } else { 11 });
+    }
+}
+
+#[test]
+fn the_channel_executor_is_a_delay_queue() {
+    let (clock, queue, ready) = channel_timer();
+    for (delay, job) in [
+        (300, "refund #3"),
+        (100, "close order #1"),
+        (200, "confirm #2"),
+    ] {
+        queue.schedule(delay * MS, job).unwrap();
+    }
+    advance(&clock, &queue, 150 * MS);
+    assert_eq!(ready.try_recv().unwrap(), "close order #1");
+    assert!(ready.try_recv().is_err());
+    advance(&clock, &queue, 200 * MS);
+    assert_eq!(
+        ready.try_iter().collect::<Vec<_>>(),
+        ["confirm #2", "refund #3"]
+    );
+}
+
+#[test]
+fn a_rejected_hand_off_reaches_the_hook() {
+    let clock = ManualClock::new();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    drop(rx); // nobody listens: every send is rejected
+    let lost = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&lost);
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(tx)
+        .on_undelivered(move |u: Undelivered<u32>| {
+            sink.lock().unwrap().push((u.why, u.fired.value))
+        })
+        .build()
+        .unwrap();
+    timer.schedule(MS, 1).unwrap();
+    advance(&clock, &timer, 2 * MS);
+    assert_eq!(*lost.lock().unwrap(), [(Why::Rejected, 1)]);
+    assert_eq!(timer.stats().rejected, 1);
+}
+
+#[test]
+fn dropping_the_last_handle_joins_the_thread_and_hands_back_pending_values() {
+    let name = "tickwheel-drop-test";
+    let lost = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&lost);
+    let timer = Timer::builder()
+        .thread_name(name)
+        .on_undelivered(move |u: Undelivered<Task>| sink.lock().unwrap().push(u.why))
+        .build()
+        .unwrap();
+    let clone = timer.clone();
+    timer
+        .schedule(Duration::from_secs(60), Box::new(|| ()))
+        .unwrap();
+    timer.sync(); // the driver has started (and named itself)
+    assert_eq!(driver_threads(name), 1, "the driver is running");
+    drop(timer);
+    assert_eq!(driver_threads(name), 1, "a clone still holds it");
+    drop(clone);
+    assert_eq!(
+        driver_threads(name),
+        0,
+        "the driver thread outlived the last handle"
+    );
+    assert_eq!(*lost.lock().unwrap(), [Why::Dropped]);
+}
+
+/// Threads of this process with the given name (Linux).
+fn driver_threads(name: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .filter(|comm| comm.trim_end() == &name[..name.len().min(15)])
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// The last handle is dropped inside a task: on the driver thread
+/// (`Inline`) or on a pool worker. Neither may try to join itself.
+fn drop_last_handle_in_a_task<E: tickwheel::driver::Executor<Task>>(timer: Timer<Task, E>) {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let cell: Arc<Mutex<Option<Timer<Task, E>>>> = Arc::default();
+    *cell.lock().unwrap() = Some(timer.clone());
+    let inner = Arc::clone(&cell);
+    let task: Task = Box::new(move || {
+        drop(inner.lock().unwrap().take());
+        tx.send(()).unwrap();
+    });
+    timer.schedule(MS, task).unwrap();
+    drop(timer);
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("the task never finished");
+}
+
+#[test]
+fn a_task_can_drop_the_last_handle_without_deadlock() {
+    drop_last_handle_in_a_task(Timer::builder().executor(Inline).build().unwrap());
+    drop_last_handle_in_a_task(
+        Timer::builder()
+            .executor(ThreadPool::new(1))
+            .build()
+            .unwrap(),
+    );
+}
+
+#[test]
+fn cancel_and_fire_never_both_win_under_contention() {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let timer: Timer<u32, Sender<u32>> = Timer::builder()
+        .tick(Duration::from_micros(100))
+        .executor(tx)
+        .build()
+        .unwrap();
+    let handles: Vec<_> = (0..20_000u32)
+        .map(|i| {
+            timer
+                .schedule(Duration::from_micros(u64::from(i % 50) * 20), i)
+                .unwrap()
+        })
+        .collect();
+    let cancelled: Vec<u32> = std::thread::scope(|s| {
+        let halves = handles.chunks(handles.len() / 2);
+        let joins: Vec<_> = halves
+            .map(|chunk| {
+                let timer = &timer;
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .filter_map(|&h| timer.cancel(h))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        joins.into_iter().flat_map(|j| j.join().unwrap()).collect()
+    });
+    let _ = timer.shutdown_graceful();
+    let fired: Vec<u32> = rx.try_iter().collect();
+    let mut seen = HashSet::new();
+    for v in fired.iter().chain(&cancelled) {
+        assert!(seen.insert(*v), "{v} both fired and was cancelled");
+    }
+    assert_eq!(seen.len(), 20_000, "a value was lost");
+}
+
+#[test]
+fn stats_count_what_happened() {
+    let (clock, timer, rx) = channel_timer();
+    let a = timer.schedule(MS, 1).unwrap();
+    timer.schedule(MS, 2).unwrap();
+    timer.schedule(10 * MS, 3).unwrap();
+    timer.cancel(a);
+    advance(&clock, &timer, 3 * MS);
+    assert_eq!(rx.try_iter().count(), 1);
+    let stats = timer.stats();
+    assert_eq!(
+        (stats.pending, stats.scheduled, stats.fired, stats.cancelled),
+        (1, 3, 1, 1)
+    );
+    assert_eq!(stats.lateness.count(), 1);
+    // Fired 2 ms after its tick.
+    assert_eq!(stats.lateness.max(), 2 * MS);
+}
