@@ -45,8 +45,8 @@ pub type Task = Box<dyn FnOnce() + Send + 'static>;
 /// and any `Fn(Expired<T>) + Send + Sync + 'static`.
 ///
 /// ```
-/// use core::sync::atomic::{AtomicUsize, Ordering};
-/// use alloc::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
 /// use tickwheel::driver::{Executor, Expired, Rejected};
 ///
 /// /// Counts what fires and runs nothing.

@@ -938,8 +938,8 @@ impl<E: Executor<Task>> Timer<Task, E> {
     /// As [`schedule_repeating`](Self::schedule_repeating).
     ///
     /// ```
-    /// use core::sync::atomic::{AtomicUsize, Ordering};
-    /// use alloc::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
     /// use std::time::Duration;
     /// use tickwheel::driver::MissedTicks;
     ///
@@ -981,8 +981,8 @@ impl<E: Executor<Task>> Timer<Task, E> {
     /// As [`schedule_repeating`](Self::schedule_repeating).
     ///
     /// ```
-    /// use core::sync::atomic::{AtomicUsize, Ordering};
-    /// use alloc::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
     /// use std::time::Duration;
     ///
     /// let timer = tickwheel::Timer::new()?;
