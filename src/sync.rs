@@ -3,10 +3,10 @@
 //! Everything in `driver/` imports from here, so a loom model exercises the
 //! same code that ships.
 
-#[cfg(not(loom))]
+#[cfg(not(all(loom, test)))]
 mod imp {
     pub(crate) use alloc::sync::Arc;
-    pub(crate) use core::sync::atomic::{fence, AtomicU64, AtomicU8, AtomicUsize};
+    pub(crate) use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize};
     pub(crate) use std::thread;
     pub(crate) use std::thread::Thread;
 
@@ -26,12 +26,69 @@ mod imp {
     }
 }
 
-#[cfg(loom)]
+#[cfg(all(loom, test))]
 mod imp {
-    pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicU8, AtomicUsize};
+    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize};
     pub(crate) use loom::sync::Arc;
-    pub(crate) use loom::thread;
-    pub(crate) use loom::thread::Thread;
+    pub(crate) use thread::Thread;
+
+    /// `std::thread`'s park/unpark, rebuilt on a loom mutex and condvar.
+    ///
+    /// loom's own `Thread::unpark` makes a thread runnable whatever it is
+    /// blocked on, including a mutex another thread holds, which its mutex
+    /// model then rejects. The driver is unparked while it may be waiting
+    /// for a shard lock, so models need park/unpark that only affects
+    /// `park`. Same token semantics: an unpark before a park is kept.
+    pub(crate) mod thread {
+        pub(crate) use loom::thread::{spawn, yield_now, JoinHandle};
+
+        use loom::sync::{Arc, Condvar, Mutex};
+
+        #[derive(Debug, Default)]
+        struct Parker {
+            token: Mutex<bool>,
+            wake: Condvar,
+        }
+
+        loom::thread_local! {
+            static PARKER: Arc<Parker> = Arc::new(Parker::default());
+        }
+
+        /// A handle to a thread that can unpark it.
+        #[derive(Debug, Clone)]
+        pub(crate) struct Thread {
+            parker: Arc<Parker>,
+            id: loom::thread::ThreadId,
+        }
+
+        impl Thread {
+            pub(crate) fn unpark(&self) {
+                *self.parker.token.lock().unwrap() = true;
+                self.parker.wake.notify_one();
+            }
+
+            pub(crate) fn id(&self) -> loom::thread::ThreadId {
+                self.id
+            }
+        }
+
+        pub(crate) fn current() -> Thread {
+            Thread {
+                parker: PARKER.with(Arc::clone),
+                id: loom::thread::current().id(),
+            }
+        }
+
+        pub(crate) fn park() {
+            PARKER.with(|parker| {
+                let mut token = parker.token.lock().unwrap();
+                while !*token {
+                    token = parker.wake.wait(token).unwrap();
+                }
+                *token = false;
+            });
+        }
+    }
 
     /// loom's mutex with poisoning folded away: a panic under one of our
     /// locks is a bug the model should report, not recover from.

@@ -1,12 +1,12 @@
 //! Where the driver gets the time, and how it sleeps.
 
-#[cfg(any(feature = "test-util", loom))]
+#[cfg(any(feature = "test-util", all(loom, test)))]
 use alloc::vec::Vec;
 use core::time::Duration;
 use std::time::Instant;
 
 use crate::sync::thread;
-#[cfg(any(feature = "test-util", loom))]
+#[cfg(any(feature = "test-util", all(loom, test)))]
 use crate::sync::{Arc, Mutex, Thread};
 
 /// A monotonic clock the driver thread reads and sleeps on.
@@ -75,13 +75,13 @@ impl Clock for SystemClock {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(all(loom, test)))]
 fn park_for(duration: Duration) {
     thread::park_timeout(duration);
 }
 
 /// loom has no timed park; a model never relies on the system clock.
-#[cfg(loom)]
+#[cfg(all(loom, test))]
 fn park_for(_duration: Duration) {
     thread::yield_now();
 }
@@ -101,13 +101,13 @@ fn park_for(_duration: Duration) {
 /// clock.advance(Duration::from_secs(5));
 /// assert_eq!(clock.now() - t0, Duration::from_secs(5));
 /// ```
-#[cfg(any(feature = "test-util", loom))]
+#[cfg(any(feature = "test-util", all(loom, test)))]
 #[derive(Debug, Clone)]
 pub struct ManualClock {
     inner: Arc<Mutex<ManualState>>,
 }
 
-#[cfg(any(feature = "test-util", loom))]
+#[cfg(any(feature = "test-util", all(loom, test)))]
 #[derive(Debug)]
 struct ManualState {
     now: Instant,
@@ -115,7 +115,7 @@ struct ManualState {
     sleepers: Vec<Thread>,
 }
 
-#[cfg(any(feature = "test-util", loom))]
+#[cfg(any(feature = "test-util", all(loom, test)))]
 impl ManualClock {
     /// A clock standing at the current instant.
     ///
@@ -155,14 +155,14 @@ impl ManualClock {
     }
 }
 
-#[cfg(any(feature = "test-util", loom))]
+#[cfg(any(feature = "test-util", all(loom, test)))]
 impl Default for ManualClock {
     fn default() -> Self {
         ManualClock::new()
     }
 }
 
-#[cfg(any(feature = "test-util", loom))]
+#[cfg(any(feature = "test-util", all(loom, test)))]
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
         self.inner.lock().now

@@ -29,17 +29,18 @@
 //! **Waking the driver (no lost wake-ups).** `next_wake` is the tick the
 //! driver has promised to wake by.
 //!
-//! - Driver: `next_wake = MAX`, `fence(SeqCst)`, scan every shard (taking
-//!   what is due and reading each `next_expiration`), then
+//! - Driver: `next_wake = MAX`, then scan every shard under its lock
+//!   (taking what is due and reading each `next_expiration`), then
 //!   `fetch_min(next_wake, next)` and sleep until the result.
-//! - Scheduler: insert under the shard lock, unlock, `fence(SeqCst)`; if its
-//!   deadline is below `next_wake`, `fetch_min` it and, if it lowered it,
-//!   unpark the driver.
+//! - Scheduler: insert under the shard lock, unlock; if its deadline is
+//!   below `next_wake`, `fetch_min` it and, if that lowered it, unpark the
+//!   driver.
 //!
-//! The two fences make it a store-buffering pair: either the driver's scan
-//! sees the new timer, or the scheduler sees `MAX` (or a later tick) and
-//! unparks. An unpark before the driver parks leaves the park token set, so
-//! the sleep returns at once. With no timers the driver sleeps with no
+//! The shard lock orders the two. If the driver's scan of that shard comes
+//! first, its `next_wake = MAX` happens before the scheduler's read (through
+//! the unlock and lock), so the scheduler sees `MAX` or a later value and
+//! unparks. Otherwise the scan sees the new timer. An unpark before the
+//! driver parks leaves the park token set, so the sleep returns at once. With no timers the driver sleeps with no
 //! deadline: zero wake-ups a second. The loom models in `tests/loom.rs`
 //! check this protocol, cancel against fire, reset against fire, and
 //! shutdown against schedule.
@@ -55,6 +56,8 @@ use alloc::vec::Vec;
 mod clock;
 mod error;
 mod executor;
+#[cfg(all(test, any(loom, feature = "test-util")))]
+mod models;
 mod stats;
 
 use core::fmt;
@@ -64,10 +67,10 @@ use core::time::Duration;
 use std::panic::catch_unwind;
 use std::time::Instant;
 
-use crate::sync::{fence, thread, Arc, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Thread};
+use crate::sync::{thread, Arc, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Thread};
 use crate::{Geometry, Tick, TimerKey, Wheel};
 
-#[cfg(any(feature = "test-util", loom))]
+#[cfg(any(feature = "test-util", all(loom, test)))]
 pub use clock::ManualClock;
 pub use clock::{Clock, SystemClock};
 pub use error::{BuildError, ScheduleError};
@@ -164,6 +167,7 @@ enum Cadence {
     /// The next run is due `delay` after the previous one finished; while a
     /// run is in progress the timer waits at `PARKED`, and `expected` says
     /// when the next run would be if the current one finished at once.
+    #[cfg_attr(all(loom, test), allow(dead_code))]
     Delay { delay: u64, expected: Tick },
 }
 
@@ -488,18 +492,18 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(all(loom, test)))]
 fn default_shards() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     (cores * 4).next_power_of_two().min(1024)
 }
 
-#[cfg(loom)]
+#[cfg(all(loom, test))]
 fn default_shards() -> usize {
     1
 }
 
-#[cfg(not(loom))]
+#[cfg(not(all(loom, test)))]
 fn spawn_driver(
     name: String,
     body: impl FnOnce() + Send + 'static,
@@ -507,7 +511,7 @@ fn spawn_driver(
     Ok(thread::Builder::new().name(name).spawn(body)?)
 }
 
-#[cfg(loom)]
+#[cfg(all(loom, test))]
 fn spawn_driver(
     _name: String,
     body: impl FnOnce() + Send + 'static,
@@ -861,7 +865,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// assert_eq!(rx.try_recv()?, "due at 5 ms");
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
-    #[cfg(all(feature = "test-util", not(loom)))]
+    #[cfg(all(feature = "test-util", not(all(loom, test))))]
     pub fn sync(&self) {
         let shared = &self.owner.shared;
         let target = shared.passes.started.load(Ordering::SeqCst) + 1;
@@ -999,7 +1003,7 @@ impl<E: Executor<Task>> Timer<Task, E> {
     /// timer.cancel(poller);
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
-    #[cfg(not(loom))]
+    #[cfg(not(all(loom, test)))]
     pub fn with_fixed_delay(
         &self,
         first_delay: Duration,
@@ -1150,9 +1154,9 @@ struct Shared<T, E> {
 #[derive(Debug, Default)]
 struct Passes {
     started: AtomicU64,
-    #[cfg(all(feature = "test-util", not(loom)))]
+    #[cfg(all(feature = "test-util", not(all(loom, test))))]
     completed: std::sync::Mutex<u64>,
-    #[cfg(all(feature = "test-util", not(loom)))]
+    #[cfg(all(feature = "test-util", not(all(loom, test))))]
     done: std::sync::Condvar,
 }
 
@@ -1162,7 +1166,7 @@ impl Passes {
     }
 
     fn complete(&self, pass: u64) {
-        #[cfg(all(feature = "test-util", not(loom)))]
+        #[cfg(all(feature = "test-util", not(all(loom, test))))]
         {
             *self.completed.lock().unwrap_or_else(|e| e.into_inner()) = pass;
             self.done.notify_all();
@@ -1252,10 +1256,11 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     }
 
     /// After filing a timer at `deadline` (and unlocking): make sure the
-    /// driver wakes by then. See the module docs for why this is enough.
+    /// driver wakes by then. See the module docs for why this is enough;
+    /// the plain load keeps the common case (a later deadline) free of
+    /// writes to the shared line.
     #[inline]
     fn wake_if_earlier(&self, deadline: Tick) {
-        fence(Ordering::SeqCst);
         if deadline < self.next_wake.load(Ordering::SeqCst)
             && deadline < self.next_wake.fetch_min(deadline, Ordering::SeqCst)
         {
@@ -1277,7 +1282,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
 
     /// A fixed-delay run finished: due again `delay` ticks from now, unless
     /// it was cancelled (or reset) meanwhile.
-    #[cfg(not(loom))]
+    #[cfg(not(all(loom, test)))]
     fn rearm_after_run(&self, handle: TimerHandle, delay: u64) {
         let Some(cell) = self.shards.get(handle.shard as usize) else {
             return;
@@ -1343,7 +1348,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
 
 /// The shard a thread schedules into: its own, assigned round-robin the
 /// first time it schedules (so threads rarely share one).
-#[cfg(not(loom))]
+#[cfg(not(all(loom, test)))]
 fn home_shard(shards: usize) -> usize {
     use core::cell::Cell;
     use core::sync::atomic::AtomicUsize as StdAtomicUsize;
@@ -1359,7 +1364,7 @@ fn home_shard(shards: usize) -> usize {
 }
 
 /// loom models run one shard.
-#[cfg(loom)]
+#[cfg(all(loom, test))]
 fn home_shard(_shards: usize) -> usize {
     0
 }
@@ -1389,7 +1394,6 @@ fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
     loop {
         // Announce a scan: from here on, any earlier deadline unparks us.
         shared.next_wake.store(Tick::MAX, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
         let state = shared.state.load(Ordering::SeqCst);
         if state == STOPPING {
             return;

@@ -1,0 +1,183 @@
+//! Models of every cross-thread protocol of the driver (see the ground
+//! rules in `driver/mod.rs`): cancel against fire, an earlier insert
+//! against a driver going to sleep, reset against fire, shutdown against
+//! schedule.
+//!
+//! Each body runs under loom's model checker with
+//! `RUSTFLAGS="--cfg loom" cargo test --lib --release driver::models`, which
+//! explores the thread interleavings (bounded by `LOOM_MAX_PREEMPTIONS`,
+//! 3 by default here), and as a plain unit test otherwise.
+
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use super::{Expired, ManualClock, Timer};
+use crate::sync::{thread, Arc, AtomicUsize, Mutex, Ordering};
+
+const MS: Duration = Duration::from_millis(1);
+
+/// Runs `body` under loom (every interleaving up to the preemption bound)
+/// or once. Prints how many executions loom explored, so a model that
+/// silently stopped exploring would show.
+fn model(body: impl Fn() + Sync + Send + 'static) {
+    #[cfg(all(loom, test))]
+    {
+        use core::sync::atomic::{AtomicUsize, Ordering};
+        let runs = alloc::sync::Arc::new(AtomicUsize::new(0));
+        let counter = alloc::sync::Arc::clone(&runs);
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(3);
+        }
+        builder.check(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+            body();
+        });
+        std::println!("loom explored {} executions", runs.load(Ordering::Relaxed));
+    }
+    #[cfg(not(all(loom, test)))]
+    body();
+}
+
+/// A timer on a manual clock whose executor records what fires.
+struct Harness {
+    clock: ManualClock,
+    timer: Timer<u32, Recorder>,
+    fired: Arc<Mutex<Vec<u32>>>,
+}
+
+struct Recorder {
+    fired: Arc<Mutex<Vec<u32>>>,
+    count: Arc<AtomicUsize>,
+    /// Unparked after every fire (the thread that built the harness).
+    waiter: thread::Thread,
+}
+
+impl super::Executor<u32> for Recorder {
+    fn execute(&self, fired: Expired<u32>) -> Result<(), super::Rejected<u32>> {
+        self.fired.lock().push(fired.value);
+        self.count.fetch_add(1, Ordering::SeqCst);
+        self.waiter.unpark();
+        Ok(())
+    }
+}
+
+impl Harness {
+    fn new() -> (Self, Arc<AtomicUsize>) {
+        let clock = ManualClock::new();
+        let fired = Arc::new(Mutex::new(Vec::new()));
+        let count = Arc::new(AtomicUsize::new(0));
+        let timer = Timer::builder()
+            .clock(clock.clone())
+            .shards(1)
+            .executor(Recorder {
+                fired: Arc::clone(&fired),
+                count: Arc::clone(&count),
+                waiter: thread::current(),
+            })
+            .build()
+            .expect("timer");
+        (
+            Harness {
+                clock,
+                timer,
+                fired,
+            },
+            count,
+        )
+    }
+
+    fn fired(&self) -> Vec<u32> {
+        self.fired.lock().clone()
+    }
+}
+
+/// Cancel races the driver firing: the value comes out exactly once, by
+/// exactly one of cancel, fire, or (if neither happened yet) shutdown.
+#[test]
+fn cancel_against_fire() {
+    model(|| {
+        let (h, _) = Harness::new();
+        let handle = h.timer.schedule(MS, 7).expect("schedule");
+        let clock = h.clock.clone();
+        let advancer = thread::spawn(move || clock.advance(MS));
+        let cancelled = h.timer.cancel(handle);
+        advancer.join().expect("advancer");
+        let unfired = h.timer.shutdown();
+        let fired = h.fired();
+        let outcomes = usize::from(cancelled.is_some()) + fired.len() + unfired.len();
+        assert_eq!(
+            outcomes,
+            1,
+            "cancel {cancelled:?}, fired {fired:?}, unfired {}",
+            unfired.len()
+        );
+        if let Some(value) = cancelled {
+            assert_eq!(value, 7);
+        }
+    });
+}
+
+/// The driver is going to sleep (until a far timer) while another thread
+/// inserts a timer that is due now: the driver must wake and fire it. The
+/// clock never moves, so only the insert's own wake-up can do it; if it is
+/// lost, every thread ends up parked and loom reports the deadlock.
+#[test]
+fn earlier_insert_against_a_driver_going_to_sleep() {
+    model(|| {
+        let (h, count) = Harness::new();
+        h.timer.schedule(Duration::from_secs(3600), 1).expect("far");
+        let timer = h.timer.clone();
+        let inserter = thread::spawn(move || {
+            // Zero delay on a clock standing at the origin: due at tick 0.
+            timer.schedule(Duration::ZERO, 2).expect("near");
+        });
+        inserter.join().expect("inserter");
+        while count.load(Ordering::SeqCst) == 0 {
+            thread::park();
+        }
+        assert_eq!(h.fired(), [2]);
+        h.timer.shutdown();
+    });
+}
+
+/// Reset races the driver firing: either the reset wins (true; the timer
+/// then waits for its new deadline) or the fire did (false). Never both,
+/// never neither.
+#[test]
+fn reset_against_fire() {
+    model(|| {
+        let (h, _) = Harness::new();
+        let handle = h.timer.schedule(MS, 5).expect("schedule");
+        let clock = h.clock.clone();
+        let advancer = thread::spawn(move || clock.advance(MS));
+        let moved = h.timer.reset(handle, Duration::from_secs(60));
+        advancer.join().expect("advancer");
+        let unfired = h.timer.shutdown();
+        let fired = h.fired();
+        assert_eq!(fired.len() + unfired.len(), 1, "lost or duplicated");
+        assert_eq!(moved, fired.is_empty(), "reset {moved} but fired {fired:?}");
+    });
+}
+
+/// Shutdown races a schedule: the value is either returned by shutdown or
+/// handed back by the error, never lost and never both.
+#[test]
+fn shutdown_against_schedule() {
+    model(|| {
+        let (h, _) = Harness::new();
+        let timer = h.timer.clone();
+        let scheduler = thread::spawn(move || timer.schedule(Duration::from_secs(60), 9));
+        let unfired = h.timer.shutdown();
+        let scheduled = scheduler.join().expect("scheduler");
+        match scheduled {
+            Ok(_) => assert_eq!(unfired.iter().map(|&(_, v)| v).collect::<Vec<_>>(), [9]),
+            Err(err) => {
+                assert!(err.is_shutdown());
+                assert_eq!(err.into_inner(), 9);
+                assert!(unfired.is_empty());
+            }
+        }
+        assert!(h.fired().is_empty());
+    });
+}
