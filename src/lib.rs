@@ -5,7 +5,13 @@
 //!   through generational [`TimerKey`]s; timers expire in deadline order,
 //!   first in first out on ties; a jump of any size costs only the timers it
 //!   touches. Firmware can drive it from a tick interrupt and ask
-//!   [`Wheel::next_expiration`] how long it may sleep.
+//!   [`Wheel::next_expiration`] how long it may sleep. The algorithm is
+//!   documented in [`wheel`].
+//! - **`Timer`** (feature `std`), the service built on it: a tickless
+//!   driver thread with a monotonic clock, sharded wheels that any thread
+//!   schedules into without a global lock, and an `Executor` that receives
+//!   what fires (inline, a thread pool, a channel, a closure). See the
+//!   `driver` module.
 //!
 //! ```
 //! use tickwheel::Wheel;
@@ -22,11 +28,29 @@
 //! assert_eq!(fired, [(40_000, "close idle connection")]);
 //! ```
 //!
+//! With the `std` feature, the same on the wall clock:
+//!
+#![cfg_attr(feature = "std", doc = "```")]
+#![cfg_attr(not(feature = "std"), doc = "```ignore")]
+//! use std::time::Duration;
+//! use tickwheel::Timer;
+//!
+//! let (timer, expired) = Timer::with_channel()?; // a delay queue
+//! let idle = timer.schedule(Duration::from_millis(30), "close idle connection")?;
+//! let order = timer.schedule(Duration::from_millis(5), "close unpaid order")?;
+//! timer.reset(idle, Duration::from_millis(40)); // a packet arrived
+//! assert_eq!(expired.recv()?, "close unpaid order");
+//! assert_eq!(timer.cancel(order), None); // too late: it fired
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Cargo features
 //!
-//! - `std` (default): the standard library. The core does not need it; build
-//!   with `default-features = false` for `no_std` targets (an allocator is
-//!   required).
+//! - `std` (default): `Timer`, its driver thread, executors and clocks. The
+//!   core does not need it; build with `default-features = false` for
+//!   `no_std` targets (an allocator is required).
+//! - `test-util`: `ManualClock` and `Timer::sync`, for deterministic tests of
+//!   code that uses a `Timer`.
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 

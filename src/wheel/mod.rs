@@ -66,7 +66,7 @@
 //!
 //! 1. `elapsed ≤ now`; both only grow.
 //! 2. A timer in a slot of level `k` has `d > elapsed` and sits where
-//!    [`place`](level::place) puts `d` relative to `elapsed`. Moving
+//!    `level::place` puts `d` relative to `elapsed`. Moving
 //!    `elapsed` forward never changes that place without processing the slot
 //!    first, because `elapsed` only ever lands on the earliest event.
 //! 3. Bit `s` of `occupied[k]` is set iff slot `s` of level `k` is non-empty.
@@ -121,7 +121,7 @@ use list::{ListId, Nodes, SENTINEL_BASE};
 /// assert_eq!((fired.key, fired.deadline, fired.value), (key, 3, "retry"));
 /// ```
 ///
-/// The std layer's [`driver::Expired`](crate::driver::Expired) is the same
+/// The std layer's `driver::Expired` (feature `std`) is the same
 /// struct with a timer handle and an `Instant` in place of the key and tick.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expired<T, K = TimerKey, D = Tick> {
