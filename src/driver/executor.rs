@@ -19,6 +19,13 @@ use parking_lot::{Condvar, Mutex};
 use super::Expired;
 
 /// The default timer's value: a boxed closure, run once.
+///
+/// ```
+/// use tickwheel::driver::Task;
+///
+/// let task: Task = Box::new(|| println!("close order 1017"));
+/// task();
+/// ```
 pub type Task = Box<dyn FnOnce() + Send + 'static>;
 
 /// Receives every fired timer, in expiry order.
@@ -92,14 +99,26 @@ pub trait Executor<T>: Send + Sync + 'static {
     }
 }
 
-/// A fired timer an [`Executor`] refused, handed back to the timer.
+/// A fired timer an [`Executor`] refused, handed back to the timer, which
+/// counts it and passes it to its `on_undelivered` hook.
 ///
 /// ```
-/// use tickwheel::driver::{Executor, Rejected};
+/// use std::time::Duration;
+/// use tickwheel::driver::{Undelivered, Why};
+/// use tickwheel::Timer;
 ///
-/// let (tx, rx) = crossbeam_channel::bounded::<u32>(0); // no room, ever
-/// drop(rx);
-/// # let _ = tx;
+/// let (queue, consumer) = crossbeam_channel::unbounded::<&str>();
+/// drop(consumer); // nobody will ever receive: every hand-off is rejected
+/// let (lost, lost_rx) = std::sync::mpsc::channel();
+/// let lost = std::sync::Mutex::new(lost);
+/// let timer = Timer::builder()
+///     .executor(queue)
+///     .on_undelivered(move |u: Undelivered<&str>| lost.lock().unwrap().send((u.why, u.fired.value)).unwrap())
+///     .build()?;
+/// timer.schedule(Duration::from_millis(1), "refund #9")?;
+/// assert_eq!(lost_rx.recv_timeout(Duration::from_secs(5))?, (Why::Rejected, "refund #9"));
+/// assert_eq!(timer.stats().rejected, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Rejected<T>(pub Expired<T>);
 
@@ -107,7 +126,17 @@ impl<T> Rejected<T> {
     /// The fired timer that was refused.
     ///
     /// ```
-    /// # let _ = tickwheel::driver::Rejected::<u8>::into_inner;
+    /// use tickwheel::driver::{Executor, Expired, Rejected};
+    ///
+    /// /// Refuses everything: the timer gets each value back.
+    /// struct Closed;
+    /// impl Executor<u32> for Closed {
+    ///     fn execute(&self, fired: Expired<u32>) -> Result<(), Rejected<u32>> {
+    ///         let fired = Rejected(fired).into_inner();
+    ///         Err(Rejected(fired))
+    ///     }
+    /// }
+    /// # let _ = Closed;
     /// ```
     pub fn into_inner(self) -> Expired<T> {
         self.0

@@ -1072,6 +1072,21 @@ impl<T: Send + 'static, E: Executor<T>> fmt::Debug for Timer<T, E> {
 
 /// A repeating timer's value factory, handed back by a refused
 /// [`Timer::schedule_repeating`].
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::driver::{Factory, MissedTicks};
+/// use tickwheel::Timer;
+///
+/// let (timer, _rx) = Timer::with_channel()?;
+/// timer.shutdown();
+/// let err = timer
+///     .schedule_repeating(Duration::ZERO, Duration::from_secs(1), MissedTicks::Skip, || "ping")
+///     .unwrap_err();
+/// let make: Factory<&str> = err.into_inner(); // the factory comes back
+/// assert_eq!(make(), "ping");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
 
 impl<T> Job<T> {

@@ -32,8 +32,20 @@ pub struct Geometry {
 
 impl Geometry {
     /// The largest `slot_bits`: a level's occupancy bitmap is one `u64`.
+    ///
+    /// ```
+    /// use tickwheel::Geometry;
+    /// assert!(Geometry::new(Geometry::MAX_SLOT_BITS, 1).is_ok());
+    /// assert!(Geometry::new(Geometry::MAX_SLOT_BITS + 1, 1).is_err());
+    /// ```
     pub const MAX_SLOT_BITS: u32 = 6;
     /// The largest number of levels.
+    ///
+    /// ```
+    /// use tickwheel::Geometry;
+    /// assert!(Geometry::new(1, Geometry::MAX_LEVELS).is_ok());
+    /// assert!(Geometry::new(1, Geometry::MAX_LEVELS + 1).is_err());
+    /// ```
     pub const MAX_LEVELS: u32 = 6;
 
     /// 64 slots × 6 levels: a span of 2³⁶ ticks (about 2.2 years of 1 ms

@@ -180,6 +180,10 @@ pub struct Wheel<T> {
 impl<T> Wheel<T> {
     /// The most timers a wheel holds at once: keys address entries with 32
     /// bits, less a few values that name internal lists.
+    ///
+    /// ```
+    /// assert!(tickwheel::Wheel::<()>::MAX_TIMERS > 4_000_000_000);
+    /// ```
     pub const MAX_TIMERS: usize = SENTINEL_BASE as usize;
 
     /// An empty wheel of the default [`Geometry`], at tick 0.
