@@ -21,7 +21,7 @@ use core::time::Duration;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use tickwheel::driver::{Executor, Expired, Rejected};
+use tickwheel::driver::{Clock, Executor, Expired, Rejected, SpinningClock, SystemClock};
 use tickwheel::Timer;
 
 const TIMERS: usize = 100_000;
@@ -46,10 +46,11 @@ impl Executor<Instant> for Recorder {
     }
 }
 
-fn lateness() -> (Vec<i128>, u64) {
+fn lateness(clock: impl Clock) -> (Vec<i128>, u64) {
     let samples = Arc::new(Mutex::new(Vec::with_capacity(TIMERS)));
     let timer = Timer::builder()
         .tick(Duration::from_millis(1))
+        .clock(clock)
         .executor(Recorder {
             samples: Arc::clone(&samples),
         })
@@ -106,28 +107,48 @@ fn main() {
     }
     let uptime = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average at start: {}", uptime.trim());
-    let (mut samples, wakeups) = lateness();
-    samples.sort_unstable();
-    let early = samples.iter().filter(|&&s| s < 0).count();
-    let at = |q: f64| {
-        let nanos = samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
-        Duration::from_nanos(nanos.max(0) as u64)
-    };
-    let max = Duration::from_nanos((*samples.last().unwrap()).max(0) as u64);
+    let runs = [
+        ("SystemClock (default)", lateness(SystemClock)),
+        (
+            "SpinningClock(200 µs)",
+            lateness(SpinningClock::new(Duration::from_micros(200))),
+        ),
+    ];
+    let stats: Vec<_> = runs
+        .into_iter()
+        .map(|(name, (mut samples, wakeups))| {
+            samples.sort_unstable();
+            let early = samples.iter().filter(|&&s| s < 0).count();
+            let at = |q: f64| {
+                let nanos = samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
+                Duration::from_nanos(nanos.max(0) as u64)
+            };
+            let max = Duration::from_nanos((*samples.last().unwrap()).max(0) as u64);
+            (
+                name,
+                samples.len(),
+                at(0.50),
+                at(0.99),
+                at(0.999),
+                max,
+                early,
+                wakeups,
+            )
+        })
+        .collect();
     let (idle, watched) = idle_wakeups();
     let (sleep_p50, sleep_p99, sleep_max) = sleep_oversleep();
     let uptime = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average at end: {}", uptime.trim());
     println!();
+    println!("| clock | timers | lateness p50 | p99 | p99.9 | max | early | driver wake-ups |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (name, n, p50, p99, p999, max, early, wakeups) in &stats {
+        println!("| {name} | {n} | {p50:.3?} | {p99:.3?} | {p999:.3?} | {max:.3?} | {early} | {wakeups} |");
+    }
+    println!();
     println!("| measurement | value |");
     println!("|---|---:|");
-    println!("| timers fired | {} |", samples.len());
-    println!("| lateness p50 | {:.3?} |", at(0.50));
-    println!("| lateness p99 | {:.3?} |", at(0.99));
-    println!("| lateness p99.9 | {:.3?} |", at(0.999));
-    println!("| lateness max | {max:.3?} |");
-    println!("| early fires | {early} |");
-    println!("| driver wake-ups while firing them | {wakeups} |");
     println!(
         "| platform: `park_timeout(1 ms)` oversleep p50 / p99 / max | {sleep_p50:.3?} / {sleep_p99:.3?} / {sleep_max:.3?} |"
     );

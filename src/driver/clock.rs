@@ -75,6 +75,72 @@ impl Clock for SystemClock {
     }
 }
 
+/// The system clock, sleeping more precisely: it parks until `spin` before
+/// each deadline, then busy-waits the rest. Trades CPU for lateness.
+///
+/// `park_timeout` oversleeps by the OS's timer slack plus scheduling delay:
+/// about 0.1 ms typically on the benchmark VM, over 1 ms at p99 when the
+/// machine is busy (`docs/benchmarks.md`). Spinning the last stretch
+/// removes most of that, but the driver thread then burns up to `spin` of
+/// CPU per wake-up: with a timer due every 1 ms tick and `spin` = 200 µs,
+/// a fifth of a core. An unpark during the spin is noticed at the deadline,
+/// so an earlier timer inserted then fires up to `spin` late.
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::driver::SpinningClock;
+/// use tickwheel::Timer;
+///
+/// let timer = Timer::builder()
+///     .clock(SpinningClock::new(Duration::from_micros(200)))
+///     .build()?;
+/// # drop(timer);
+/// # Ok::<(), tickwheel::driver::BuildError>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct SpinningClock {
+    spin: Duration,
+}
+
+impl SpinningClock {
+    /// Parks until `spin` before each deadline, then spins.
+    ///
+    /// ```
+    /// let clock = tickwheel::driver::SpinningClock::new(std::time::Duration::from_micros(500));
+    /// # let _ = clock;
+    /// ```
+    pub fn new(spin: Duration) -> Self {
+        SpinningClock { spin }
+    }
+}
+
+impl Clock for SpinningClock {
+    #[inline]
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep_until(&self, deadline: Option<Instant>) {
+        let Some(deadline) = deadline else {
+            thread::park();
+            return;
+        };
+        let now = Instant::now();
+        if let Some(until_spin) = deadline.checked_sub(self.spin) {
+            if until_spin > now {
+                park_for(until_spin - now);
+                if Instant::now() < until_spin {
+                    // Unparked early: the driver has something to do.
+                    return;
+                }
+            }
+        }
+        while Instant::now() < deadline {
+            core::hint::spin_loop();
+        }
+    }
+}
+
 #[cfg(not(all(loom, test)))]
 fn park_for(duration: Duration) {
     thread::park_timeout(duration);

@@ -72,7 +72,7 @@ use crate::{Geometry, Tick, TimerKey, Wheel};
 
 #[cfg(any(feature = "test-util", all(loom, test)))]
 pub use clock::ManualClock;
-pub use clock::{Clock, SystemClock};
+pub use clock::{Clock, SpinningClock, SystemClock};
 pub use error::{BuildError, ScheduleError};
 pub use executor::{Executor, Inline, Rejected, Task, ThreadPool};
 pub use stats::{Lateness, Stats};
