@@ -6,7 +6,7 @@
 #[cfg(not(all(loom, test)))]
 mod imp {
     pub(crate) use alloc::sync::Arc;
-    pub(crate) use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize};
+    pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
     pub(crate) use std::thread;
     pub(crate) use std::thread::Thread;
 
@@ -28,7 +28,7 @@ mod imp {
 
 #[cfg(all(loom, test))]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize};
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
     pub(crate) use loom::sync::Arc;
     pub(crate) use thread::Thread;
 

@@ -565,3 +565,47 @@ fn stats_count_what_happened() {
     // Fired 2 ms after its tick.
     assert_eq!(stats.lateness.max(), 2 * MS);
 }
+
+#[test]
+fn a_slow_task_on_the_pool_does_not_delay_other_timers() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(ThreadPool::new(2))
+        .build()
+        .unwrap();
+    let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
+    let (done_tx, done_rx) = crossbeam_channel::unbounded();
+    let slow_done = done_tx.clone();
+    // The slow task blocks one worker until the test releases it.
+    timer
+        .schedule(
+            MS,
+            Box::new(move || {
+                release_rx.recv().unwrap();
+                slow_done.send("slow").unwrap();
+            }),
+        )
+        .unwrap();
+    for i in 0..10 {
+        let done = done_tx.clone();
+        timer
+            .schedule((2 + i) * MS, Box::new(move || done.send("fast").unwrap()))
+            .unwrap();
+    }
+    for _ in 0..12 {
+        advance(&clock, &timer, MS);
+    }
+    // All ten fast timers ran while the slow one still holds its worker.
+    for _ in 0..10 {
+        assert_eq!(
+            done_rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+            "fast"
+        );
+    }
+    release_tx.send(()).unwrap();
+    assert_eq!(
+        done_rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+        "slow"
+    );
+}

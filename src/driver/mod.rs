@@ -29,18 +29,26 @@
 //! **Waking the driver (no lost wake-ups).** `next_wake` is the tick the
 //! driver has promised to wake by.
 //!
-//! - Driver: `next_wake = MAX`, then scan every shard under its lock
-//!   (taking what is due and reading each `next_expiration`), then
+//! - Driver: `scanning = true`, `next_wake = MAX`, then scan every shard
+//!   under its lock (taking what is due and reading each
+//!   `next_expiration`), then `scanning = false`, then
 //!   `fetch_min(next_wake, next)` and sleep until the result.
 //! - Scheduler: insert under the shard lock, unlock; if its deadline is
-//!   below `next_wake`, `fetch_min` it and, if that lowered it, unpark the
-//!   driver.
+//!   below `next_wake`, `fetch_min` it and, if that lowered it and the
+//!   driver is not `scanning`, unpark the driver.
 //!
-//! The shard lock orders the two. If the driver's scan of that shard comes
-//! first, its `next_wake = MAX` happens before the scheduler's read (through
-//! the unlock and lock), so the scheduler sees `MAX` or a later value and
-//! unparks. Otherwise the scan sees the new timer. An unpark before the
-//! driver parks leaves the park token set, so the sleep returns at once. With no timers the driver sleeps with no
+//! Why no wake-up is lost: if the driver's scan of the shard comes before
+//! the insert, its `next_wake = MAX` happens before the scheduler's read
+//! (through the shard's unlock and lock), so the scheduler lowers
+//! `next_wake`; otherwise the scan sees the new timer. A scheduler that then
+//! sees `scanning` has its `fetch_min` ordered before the driver's final
+//! `fetch_min` (everything here is `SeqCst`, and the driver clears the flag
+//! first), so the driver's wake tick already includes the new deadline and
+//! no unpark is needed. One that sees the flag clear unparks; an unpark
+//! before the driver parks leaves the park token set, so the sleep returns
+//! at once. Skipping the unpark during scans matters: without it, a stream
+//! of schedules arriving during each scan (when `next_wake` is `MAX`) woke
+//! the driver for another scan, and another (3 M passes in one benchmark). With no timers the driver sleeps with no
 //! deadline: zero wake-ups a second. The loom models in `tests/loom.rs`
 //! check this protocol, cancel against fire, reset against fire, and
 //! shutdown against schedule.
@@ -67,7 +75,9 @@ use core::time::Duration;
 use std::panic::catch_unwind;
 use std::time::Instant;
 
-use crate::sync::{thread, Arc, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Thread};
+use crate::sync::{
+    thread, Arc, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Thread,
+};
 use crate::{Geometry, Tick, TimerKey, Wheel};
 
 #[cfg(any(feature = "test-util", all(loom, test)))]
@@ -467,6 +477,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
                 })
                 .collect(),
             next_wake: AtomicU64::new(0),
+            scanning: AtomicBool::new(true),
             state: AtomicU8::new(RUNNING),
             driver: Mutex::new(None),
             clock: self.clock,
@@ -1148,6 +1159,9 @@ struct Shared<T, E> {
     shards: Box<[ShardCell<T>]>,
     /// The tick the driver will wake by (see the module docs).
     next_wake: AtomicU64,
+    /// The driver is scanning the shards: its wake tick will include any
+    /// deadline lowered into `next_wake` meanwhile.
+    scanning: AtomicBool,
     state: AtomicU8,
     /// The driver thread, for unparking; set by the driver as it starts.
     driver: Mutex<Option<Thread>>,
@@ -1285,6 +1299,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     fn wake_if_earlier(&self, deadline: Tick) {
         if deadline < self.next_wake.load(Ordering::SeqCst)
             && deadline < self.next_wake.fetch_min(deadline, Ordering::SeqCst)
+            && !self.scanning.load(Ordering::SeqCst)
         {
             self.unpark_driver();
         }
@@ -1414,7 +1429,9 @@ fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
     *shared.driver.lock() = Some(thread::current());
     let mut batch = Vec::with_capacity(BATCH);
     loop {
-        // Announce a scan: from here on, any earlier deadline unparks us.
+        // Announce a scan: deadlines lowered into `next_wake` from here on
+        // are picked up by this pass's final `fetch_min`.
+        shared.scanning.store(true, Ordering::SeqCst);
         shared.next_wake.store(Tick::MAX, Ordering::SeqCst);
         let state = shared.state.load(Ordering::SeqCst);
         if state == STOPPING {
@@ -1445,6 +1462,9 @@ fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         if state == FINISHING {
             return;
         }
+        // Clear the flag before the final `fetch_min`: a scheduler that
+        // still sees it set has lowered `next_wake` before this read.
+        shared.scanning.store(false, Ordering::SeqCst);
         let wake = next.min(shared.next_wake.fetch_min(next, Ordering::SeqCst));
         if wake <= shared.now_tick() {
             continue;
