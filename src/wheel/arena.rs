@@ -212,6 +212,32 @@ impl<T> Arena<T> {
         }
     }
 
+    /// Takes the entry out of an occupied slot but keeps the slot off the
+    /// free list: its links stay valid until [`release`](Self::release).
+    /// (A cancelled timer whose unlink is batched: see `Wheel::cancel`.)
+    #[inline]
+    #[track_caller]
+    pub(crate) fn take_reserved(&mut self, index: u32) -> Entry<T> {
+        let slot = &mut self.slots[index as usize];
+        match core::mem::replace(slot, Slot::Vacant { next_free: NO_SLOT }) {
+            Slot::Occupied(entry) => {
+                self.len -= 1;
+                entry
+            }
+            Slot::Vacant { .. } => unreachable!("a pending entry is vacant"),
+        }
+    }
+
+    /// Puts a slot emptied by [`take_reserved`](Self::take_reserved) on the
+    /// free list.
+    #[inline]
+    pub(crate) fn release(&mut self, index: u32) {
+        self.slots[index as usize] = Slot::Vacant {
+            next_free: self.free,
+        };
+        self.free = index;
+    }
+
     /// Removes the entry at `index`, which the caller knows is occupied.
     #[inline]
     #[track_caller]
@@ -219,6 +245,14 @@ impl<T> Arena<T> {
         match self.remove(index) {
             Some(entry) => entry,
             None => unreachable!("a linked entry is vacant"),
+        }
+    }
+
+    /// Starts loading the links of entry `index` (only), if they exist.
+    #[inline]
+    pub(crate) fn prefetch_link(&self, index: u32) {
+        if (index as usize) < self.links.len() {
+            prefetch_read(self.links.as_ptr().wrapping_add(index as usize));
         }
     }
 

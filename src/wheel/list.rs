@@ -161,6 +161,25 @@ impl<T> Nodes<T> {
         }
     }
 
+    /// Prefetches the links of entry `node`.
+    #[inline]
+    pub(crate) fn prefetch_links(&self, node: u32) {
+        self.entries.prefetch_link(node);
+    }
+
+    /// Prefetches the links of entry `node`'s two neighbours (entries only:
+    /// sentinels are few and hot).
+    #[inline]
+    pub(crate) fn prefetch_neighbours(&self, node: u32) {
+        let Link { prev, next } = self.entries.link(node);
+        if prev < SENTINEL_BASE {
+            self.entries.prefetch_link(prev);
+        }
+        if next < SENTINEL_BASE {
+            self.entries.prefetch_link(next);
+        }
+    }
+
     /// Prefetches the entry `node`'s hint names (see the module docs).
     #[inline]
     pub(crate) fn prefetch_ahead_of(&self, node: u32) {

@@ -175,7 +175,17 @@ pub struct Wheel<T> {
     /// A lower bound of the overflow list's deadlines (stale after cancels).
     overflow_min: Tick,
     stamps: Stamps,
+    /// Cancelled timers still linked into a slot or the overflow list (never
+    /// the due or late list), their values gone and slots reserved; unlinked
+    /// in a batch by `unlink_cancelled` before any list walk.
+    cancelled: [u32; CANCEL_BATCH],
+    cancelled_len: usize,
 }
+
+/// Cancels whose unlink is batched. Enough that their cache misses overlap
+/// (the CPU keeps a few dozen in flight), few enough that a flush is a
+/// short, constant amount of work.
+const CANCEL_BATCH: usize = 32;
 
 impl<T> Wheel<T> {
     /// The most timers a wheel holds at once: keys address entries with 32
@@ -243,6 +253,8 @@ impl<T> Wheel<T> {
             elapsed: 0,
             overflow_min: Tick::MAX,
             stamps: Stamps::new(),
+            cancelled: [0; CANCEL_BATCH],
+            cancelled_len: 0,
         }
     }
 
@@ -344,6 +356,8 @@ impl<T> Wheel<T> {
     /// assert!(wheel.contains(key));
     /// ```
     pub fn shrink_to_fit(&mut self) {
+        // Slots awaiting unlink must not be put on the free list.
+        self.unlink_cancelled();
         self.nodes.entries.shrink_to_fit();
     }
 
@@ -410,9 +424,22 @@ impl<T> Wheel<T> {
     /// assert!(wheel.is_empty());
     /// ```
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
-        self.entry(key)?;
-        self.unlink(key.index);
-        Some(self.nodes.entries.take(key.index).value)
+        let deadline = self.entry(key)?.deadline;
+        if deadline <= self.now {
+            // Possibly in the due or late list, which must hold only live
+            // timers: unlink now.
+            self.unlink(key.index);
+            return Some(self.nodes.entries.take(key.index).value);
+        }
+        // In a slot or the overflow list: the value comes out now, the
+        // unlink joins a batch (see `unlink_cancelled`).
+        let entry = self.nodes.entries.take_reserved(key.index);
+        self.cancelled[self.cancelled_len] = key.index;
+        self.cancelled_len += 1;
+        if self.cancelled_len == CANCEL_BATCH {
+            self.unlink_cancelled();
+        }
+        Some(entry.value)
     }
 
     /// Moves a pending timer to `deadline`, as if it were cancelled and
@@ -499,6 +526,13 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.next_expiration(), Some(40));
     /// ```
     pub fn next_expiration(&self) -> Option<Tick> {
+        // Cancelled timers awaiting their batched unlink still mark their
+        // slots; they may make the answer earlier (a lower bound, and
+        // advancing there unlinks them), but never make an empty wheel look
+        // busy.
+        if self.is_empty() {
+            return None;
+        }
         let due = self.nodes.first(self.lists.due);
         if let Some(first) = due {
             return Some(self.nodes.entries.entry(first).deadline);
@@ -704,6 +738,28 @@ impl<T> Wheel<T> {
         }
     }
 
+    /// Unlinks the batch of cancelled timers and frees their slots.
+    ///
+    /// Unlinking writes a timer's two list neighbours; after a random cancel
+    /// both are usually cache misses. Doing a batch at once lets their
+    /// misses overlap: first every cancelled timer's links are read and both
+    /// neighbours prefetched, then all are unlinked, in cancel order.
+    fn unlink_cancelled(&mut self) {
+        let batch = &self.cancelled[..self.cancelled_len];
+        for &index in batch {
+            self.nodes.prefetch_links(index);
+        }
+        for &index in batch {
+            self.nodes.prefetch_neighbours(index);
+        }
+        for i in 0..self.cancelled_len {
+            let index = self.cancelled[i];
+            self.unlink(index);
+            self.nodes.entries.release(index);
+        }
+        self.cancelled_len = 0;
+    }
+
     #[inline]
     fn unlink(&mut self, index: u32) {
         if let Some(emptied) = self.nodes.unlink(index) {
@@ -777,6 +833,10 @@ impl<T> Wheel<T> {
     /// Processes the next event if it is due by `now`; `false` if there is
     /// none.
     fn process_next_event(&mut self) -> bool {
+        // A walk must not meet cancelled timers.
+        if self.cancelled_len > 0 {
+            self.unlink_cancelled();
+        }
         let Some((at, list)) = self.next_event() else {
             return false;
         };
@@ -868,6 +928,7 @@ impl<T> Wheel<T> {
     /// Empties every list and bitmap, leaving the entries to be dropped or
     /// drained by the caller.
     fn forget_lists(&mut self) {
+        self.cancelled_len = 0;
         self.nodes.reset_lists();
         self.occupied = [0; Geometry::MAX_LEVELS as usize];
         self.overflow_min = Tick::MAX;
