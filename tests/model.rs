@@ -5,61 +5,12 @@
 
 extern crate alloc;
 
-use alloc::collections::BTreeMap;
-use std::collections::HashMap;
-
 use proptest::prelude::*;
 use tickwheel::{Geometry, Tick, TimerKey, Wheel};
 
-/// The reference: every pending timer under its effective deadline
-/// (`max(deadline, now at insert/reset)`) and a global sequence number.
-#[derive(Default)]
-struct Model {
-    now: Tick,
-    seq: u64,
-    queue: BTreeMap<(Tick, u64), u32>,
-    /// value → (queue key, deadline as asked)
-    pending: HashMap<u32, ((Tick, u64), Tick)>,
-}
-
-impl Model {
-    fn insert(&mut self, deadline: Tick, value: u32) {
-        let at = (deadline.max(self.now), self.seq);
-        self.seq += 1;
-        self.queue.insert(at, value);
-        self.pending.insert(value, (at, deadline));
-    }
-
-    fn cancel(&mut self, value: u32) -> Option<u32> {
-        let (at, _) = self.pending.remove(&value)?;
-        self.queue.remove(&at);
-        Some(value)
-    }
-
-    fn reset(&mut self, value: u32, deadline: Tick) -> bool {
-        if self.cancel(value).is_none() {
-            return false;
-        }
-        self.insert(deadline, value);
-        true
-    }
-
-    fn poll(&mut self, now: Tick) -> Option<(Tick, u32)> {
-        self.now = self.now.max(now);
-        let (&at, _) = self
-            .queue
-            .iter()
-            .next()
-            .filter(|(at, _)| at.0 <= self.now)?;
-        let value = self.queue.remove(&at).unwrap();
-        let (_, deadline) = self.pending.remove(&value).unwrap();
-        Some((deadline, value))
-    }
-
-    fn earliest(&self) -> Option<Tick> {
-        self.queue.keys().next().map(|at| at.0)
-    }
-}
+#[path = "support/model.rs"]
+mod support_model;
+use support_model::Model;
 
 /// A deadline or a time step, relative to the current time, chosen to hit
 /// slot and level boundaries, the overflow list, the past and `u64::MAX`.
@@ -249,13 +200,11 @@ fn run(geometry: Geometry, ops: &[Op]) -> Result<(), TestCaseError> {
                 got.sort_unstable();
                 want.sort_unstable();
                 prop_assert_eq!(got, want);
-                model.queue.clear();
-                model.pending.clear();
+                model.clear();
             }
             Op::Clear => {
                 wheel.clear();
-                model.queue.clear();
-                model.pending.clear();
+                model.clear();
             }
             _ => {}
         }

@@ -1,9 +1,10 @@
 //! Reads the input bytes as a geometry and a sequence of operations on a
 //! `Wheel<u32>`, and checks every answer against the reference model of
-//! `tests/model.rs`: a `BTreeMap<(effective deadline, seq), value>`, where
-//! the effective deadline is `max(deadline, now at insert/reset)`, a poll
-//! yields the smallest entry with effective deadline `<= now`, and `now`
-//! never goes back.
+//! `tests/support/model.rs` (shared with `tests/model.rs`): a
+//! `BTreeMap<(effective deadline, seq), value>`, where the effective
+//! deadline is `max(deadline, now at insert/reset)`, a poll yields the
+//! smallest entry with effective deadline `<= now`, and `now` never goes
+//! back.
 //!
 //! ```text
 //! cargo +nightly fuzz run wheel_ops
@@ -20,7 +21,7 @@
 
 #![no_main]
 
-use std::collections::{BTreeMap, HashMap};
+extern crate alloc;
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
@@ -31,60 +32,9 @@ const MAX_OPS: usize = 512;
 
 fuzz_target!(|input: Input| run(&input));
 
-/// The reference, as in `tests/model.rs`: every pending timer under its
-/// effective deadline and a global sequence number.
-#[derive(Default)]
-struct Model {
-    now: Tick,
-    seq: u64,
-    queue: BTreeMap<(Tick, u64), u32>,
-    /// value → (queue key, deadline as asked)
-    pending: HashMap<u32, ((Tick, u64), Tick)>,
-}
-
-impl Model {
-    fn insert(&mut self, deadline: Tick, value: u32) {
-        let at = (deadline.max(self.now), self.seq);
-        self.seq += 1;
-        self.queue.insert(at, value);
-        self.pending.insert(value, (at, deadline));
-    }
-
-    fn cancel(&mut self, value: u32) -> Option<u32> {
-        let (at, _) = self.pending.remove(&value)?;
-        self.queue.remove(&at);
-        Some(value)
-    }
-
-    fn reset(&mut self, value: u32, deadline: Tick) -> bool {
-        if self.cancel(value).is_none() {
-            return false;
-        }
-        self.insert(deadline, value);
-        true
-    }
-
-    fn poll(&mut self, now: Tick) -> Option<(Tick, u32)> {
-        self.now = self.now.max(now);
-        let (&at, _) = self
-            .queue
-            .iter()
-            .next()
-            .filter(|(at, _)| at.0 <= self.now)?;
-        let value = self.queue.remove(&at).unwrap();
-        let (_, deadline) = self.pending.remove(&value).unwrap();
-        Some((deadline, value))
-    }
-
-    fn earliest(&self) -> Option<Tick> {
-        self.queue.keys().next().map(|at| at.0)
-    }
-
-    fn clear(&mut self) {
-        self.queue.clear();
-        self.pending.clear();
-    }
-}
+#[path = "../../tests/support/model.rs"]
+mod model;
+use model::Model;
 
 /// Reads operands; past the end every read is zero.
 struct Bytes<'a>(&'a [u8]);
