@@ -60,6 +60,25 @@ impl Trail {
     };
 }
 
+/// A list's sentinel and trail.
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    sentinel: Link,
+    trail: Trail,
+}
+
+impl Head {
+    fn empty(list: ListId) -> Head {
+        Head {
+            sentinel: Link {
+                prev: sentinel(list),
+                next: sentinel(list),
+            },
+            trail: Trail::NONE,
+        }
+    }
+}
+
 /// A run of entries detached from a list, first to last.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Chain {
@@ -71,8 +90,9 @@ pub(crate) struct Chain {
 #[derive(Debug)]
 pub(crate) struct Nodes<T> {
     pub(crate) entries: Arena<T>,
-    sentinels: alloc::boxed::Box<[Link]>,
-    trails: alloc::boxed::Box<[Trail]>,
+    /// Per list: its sentinel and its trail, together so that an append
+    /// finds both with one bounds check.
+    heads: alloc::boxed::Box<[Head]>,
 }
 
 #[inline]
@@ -84,20 +104,14 @@ impl<T> Nodes<T> {
     pub(crate) fn new(lists: u32, capacity: usize) -> Self {
         Nodes {
             entries: Arena::with_capacity(capacity),
-            sentinels: (0..lists)
-                .map(|list| Link {
-                    prev: sentinel(list),
-                    next: sentinel(list),
-                })
-                .collect(),
-            trails: (0..lists).map(|_| Trail::NONE).collect(),
+            heads: (0..lists).map(Head::empty).collect(),
         }
     }
 
     #[inline]
     fn link(&self, node: u32) -> Link {
         match node.checked_sub(SENTINEL_BASE) {
-            Some(list) => self.sentinels[list as usize],
+            Some(list) => self.heads[list as usize].sentinel,
             None => self.entries.link(node),
         }
     }
@@ -105,66 +119,66 @@ impl<T> Nodes<T> {
     #[inline]
     fn link_mut(&mut self, node: u32) -> &mut Link {
         match node.checked_sub(SENTINEL_BASE) {
-            Some(list) => &mut self.sentinels[list as usize],
+            Some(list) => &mut self.heads[list as usize].sentinel,
             None => self.entries.link_mut(node),
         }
     }
 
     #[inline]
     pub(crate) fn is_empty(&self, list: ListId) -> bool {
-        self.sentinels[list as usize].next == sentinel(list)
+        self.heads[list as usize].sentinel.next == sentinel(list)
     }
 
     #[inline]
     pub(crate) fn first(&self, list: ListId) -> Option<u32> {
-        let first = self.sentinels[list as usize].next;
+        let first = self.heads[list as usize].sentinel.next;
         (first < SENTINEL_BASE).then_some(first)
     }
 
     /// Links entry `node` (not in any list) at the back of `list`.
     #[inline]
     pub(crate) fn push_back(&mut self, list: ListId, node: u32) {
-        let head = sentinel(list);
-        let last = self.sentinels[list as usize].prev;
+        let sentinel = sentinel(list);
+        let head = &mut self.heads[list as usize];
+        let last = head.sentinel.prev;
+        head.sentinel.prev = node;
+        let trail = head.trail;
         *self.entries.link_mut(node) = Link {
             prev: last,
-            next: head,
+            next: sentinel,
         };
-        self.link_mut(last).next = node;
-        self.sentinels[list as usize].prev = node;
-        self.leave_hint(list, node, last == head);
-    }
-
-    /// Records `node` as the entry `LOOKAHEAD` places after the trail.
-    #[inline]
-    fn leave_hint(&mut self, list: ListId, node: u32, was_empty: bool) {
-        let trail = &mut self.trails[list as usize];
-        if was_empty {
-            *trail = Trail { node, behind: 0 };
-        } else if trail.behind + 1 < LOOKAHEAD {
-            trail.behind += 1;
+        if last == sentinel {
+            self.heads[list as usize].sentinel.next = node;
+            self.heads[list as usize].trail = Trail { node, behind: 0 };
         } else {
-            // The trail may be stale after cancels; then hints just degrade
-            // until the list next empties.
-            *trail = match self.entries.get_mut(trail.node) {
-                Some(entry) => {
-                    entry.ahead = node;
-                    let next = self.entries.link(trail.node).next;
-                    let next = if next < SENTINEL_BASE { next } else { node };
-                    Trail {
-                        node: next,
-                        behind: LOOKAHEAD - 1,
-                    }
-                }
-                None => Trail { node, behind: 0 },
-            };
+            self.entries.link_mut(last).next = node;
+            self.heads[list as usize].trail = self.leave_hint(trail, node);
         }
     }
 
-    /// Prefetches the links of entry `node`.
+    /// Records `node` as the entry `LOOKAHEAD` places after the trail of a
+    /// non-empty list, and returns the trail's next position.
     #[inline]
-    pub(crate) fn prefetch_links(&self, node: u32) {
-        self.entries.prefetch_link(node);
+    fn leave_hint(&mut self, trail: Trail, node: u32) -> Trail {
+        if trail.behind + 1 < LOOKAHEAD {
+            return Trail {
+                node: trail.node,
+                behind: trail.behind + 1,
+            };
+        }
+        // The trail may be stale after cancels; then hints just degrade
+        // until the list next empties.
+        match self.entries.leave_hint(trail.node, node) {
+            Some(next) if next < SENTINEL_BASE => Trail {
+                node: next,
+                behind: LOOKAHEAD - 1,
+            },
+            Some(_) => Trail {
+                node,
+                behind: LOOKAHEAD - 1,
+            },
+            None => Trail { node, behind: 0 },
+        }
     }
 
     /// Prefetches the links of entry `node`'s two neighbours (entries only:
@@ -208,7 +222,7 @@ impl<T> Nodes<T> {
     /// keep stale links at its two ends; relinking each one overwrites them.
     #[inline]
     pub(crate) fn take(&mut self, list: ListId) -> Option<Chain> {
-        let head = &mut self.sentinels[list as usize];
+        let head = &mut self.heads[list as usize].sentinel;
         let chain = Chain {
             first: head.next,
             last: head.prev,
@@ -229,11 +243,11 @@ impl<T> Nodes<T> {
         let Some(Chain { first, last }) = self.take(from) else {
             return;
         };
-        let tail = self.sentinels[to as usize].prev;
+        let tail = self.heads[to as usize].sentinel.prev;
         self.link_mut(tail).next = first;
         self.entries.link_mut(first).prev = tail;
         self.entries.link_mut(last).next = sentinel(to);
-        self.sentinels[to as usize].prev = last;
+        self.heads[to as usize].sentinel.prev = last;
     }
 
     /// The entry after `node` in its list, if any.
@@ -244,13 +258,8 @@ impl<T> Nodes<T> {
 
     /// Empties every list without touching the entries.
     pub(crate) fn reset_lists(&mut self) {
-        self.trails.fill(Trail::NONE);
-        for (list, link) in self.sentinels.iter_mut().enumerate() {
-            let head = sentinel(list as ListId);
-            *link = Link {
-                prev: head,
-                next: head,
-            };
+        for (list, head) in self.heads.iter_mut().enumerate() {
+            *head = Head::empty(list as ListId);
         }
     }
 }
@@ -276,14 +285,14 @@ mod tests {
 
     fn values(nodes: &Nodes<u32>, list: ListId) -> Vec<u32> {
         let mut out = Vec::new();
-        let mut node = nodes.sentinels[list as usize].next;
+        let mut node = nodes.heads[list as usize].sentinel.next;
         while node < SENTINEL_BASE {
             out.push(nodes.entries.entry(node).value);
             node = nodes.next_of(node);
         }
         // Walk backwards too: the ring must be consistent both ways.
         let mut back = Vec::new();
-        let mut node = nodes.sentinels[list as usize].prev;
+        let mut node = nodes.heads[list as usize].sentinel.prev;
         while node < SENTINEL_BASE {
             back.push(nodes.entries.entry(node).value);
             node = nodes.link(node).prev;

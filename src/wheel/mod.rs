@@ -432,8 +432,10 @@ impl<T> Wheel<T> {
             return Some(self.nodes.entries.take(key.index).value);
         }
         // In a slot or the overflow list: the value comes out now, the
-        // unlink joins a batch (see `unlink_cancelled`).
+        // unlink joins a batch (see `unlink_cancelled`). The links were
+        // loaded with the stamp, so the neighbours can start loading now.
         let entry = self.nodes.entries.take_reserved(key.index);
+        self.nodes.prefetch_neighbours(key.index);
         self.cancelled[self.cancelled_len] = key.index;
         self.cancelled_len += 1;
         if self.cancelled_len == CANCEL_BATCH {
@@ -741,17 +743,11 @@ impl<T> Wheel<T> {
     /// Unlinks the batch of cancelled timers and frees their slots.
     ///
     /// Unlinking writes a timer's two list neighbours; after a random cancel
-    /// both are usually cache misses. Doing a batch at once lets their
-    /// misses overlap: first every cancelled timer's links are read and both
-    /// neighbours prefetched, then all are unlinked, in cancel order.
+    /// both are usually cache misses. `cancel` prefetched them, and up to
+    /// `CANCEL_BATCH` cancels later they have arrived: the misses of a
+    /// batch overlap instead of stalling each cancel. Unlinked in cancel
+    /// order.
     fn unlink_cancelled(&mut self) {
-        let batch = &self.cancelled[..self.cancelled_len];
-        for &index in batch {
-            self.nodes.prefetch_links(index);
-        }
-        for &index in batch {
-            self.nodes.prefetch_neighbours(index);
-        }
         for i in 0..self.cancelled_len {
             let index = self.cancelled[i];
             self.unlink(index);
