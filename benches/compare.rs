@@ -25,6 +25,15 @@
 //! cancelled, sum of values seen) on each workload; the run prints the
 //! outcomes and exits non-zero if they differ.
 //!
+//! After criterion, a full run also plays [`INTERLEAVED_ROUNDS`] rounds of
+//! every workload in which tickwheel and the BinaryHeap peer (the closest
+//! one) take turns, one iteration each, the first mover alternating. The
+//! machine is shared and its noise comes in bursts of seconds; criterion
+//! measures one peer for seconds and then the next, so a burst can land on
+//! one of them only. In a round both run within a second of each other, so
+//! the per-round ratio is the robust comparison. The ratios go to
+//! `<criterion dir>/interleaved.txt`, and `report.py` prints them.
+//!
 //! Run with `cargo bench --bench compare`, then `python3 benches/report.py`.
 //! Without `--bench` (e.g. `cargo test --benches`) every size is divided by
 //! 100 and each benchmark runs once, as a smoke test.
@@ -392,6 +401,46 @@ impl Workload for W4Churn<'_> {
     }
 }
 
+/// Rounds of the interleaved tickwheel/BinaryHeap comparison.
+const INTERLEAVED_ROUNDS: usize = 10;
+
+/// One workload's interleaved rounds: heap time ÷ tickwheel time per round.
+fn interleave<W: Workload>(workload: &W, rounds: usize) -> String {
+    let mut wheel_ns = Vec::with_capacity(rounds);
+    let mut heap_ns = Vec::with_capacity(rounds);
+    let per_op = |time: Duration| time.as_nanos() as f64 / workload.elements() as f64;
+    for round in 0..rounds {
+        let run_wheel = || per_op(workload.run(1, &mut Wheel::<u64>::new).0);
+        let run_heap = || per_op(workload.run(1, &mut HeapTimers::<u64>::new).0);
+        if round % 2 == 0 {
+            wheel_ns.push(run_wheel());
+            heap_ns.push(run_heap());
+        } else {
+            heap_ns.push(run_heap());
+            wheel_ns.push(run_wheel());
+        }
+    }
+    let ratios: Vec<f64> = heap_ns.iter().zip(&wheel_ns).map(|(h, w)| h / w).collect();
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    let wins = ratios.iter().filter(|&&ratio| ratio > 1.0).count();
+    let in_order = ratios
+        .iter()
+        .map(|ratio| format!("{ratio:.2}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "{}: tickwheel median {:.1} ns, binary_heap median {:.1} ns; heap/tickwheel per round: {in_order} (median {:.2}, min {:.2}; tickwheel faster in {wins} of {rounds})",
+        workload.group(),
+        median(&mut wheel_ns),
+        median(&mut heap_ns),
+        median(&mut ratios.clone()),
+        ratios.iter().copied().fold(f64::INFINITY, f64::min),
+    )
+}
+
 /// The outcomes of every group, checked after the run.
 #[derive(Default)]
 struct Checks {
@@ -646,6 +695,33 @@ fn main() {
     bench_workload(&mut c, &w4, &mut checks);
     c.final_summary();
 
+    // A filtered run (`cargo bench --bench compare -- w2`) is for one
+    // workload's numbers; the interleaved rounds belong to a full run.
+    let filtered = std::env::args().skip(1).any(|arg| !arg.starts_with('-'));
+    let rounds = if full { INTERLEAVED_ROUNDS } else { 2 };
+    let interleaved = if filtered {
+        Vec::new()
+    } else {
+        println!("\ninterleaved rounds, tickwheel vs binary_heap:");
+        let w1_insert = W1Insert {
+            delays: &inputs.delays[..n],
+        };
+        let w1_expire = W1Expire {
+            delays: &inputs.delays[..n],
+        };
+        let lines = [
+            interleave(&w1_insert, rounds),
+            interleave(&w1_expire, rounds),
+            interleave(&w2, rounds),
+            interleave(&w3, rounds),
+            interleave(&w4, rounds),
+        ];
+        for line in &lines {
+            println!("  {line}");
+        }
+        lines.to_vec()
+    };
+
     let load_end = load_average();
     let elapsed = started.elapsed().as_secs();
     println!("load average at end: {load_end} (benchmarks took {elapsed} s)");
@@ -654,9 +730,17 @@ fn main() {
             "machine: {machine}\nload average at start: {load_start}\nload average at end: {load_end}\nduration: {elapsed} s\n"
         );
         let dir = criterion_dir();
-        if let Err(err) = std::fs::create_dir_all(&dir)
+        let written = std::fs::create_dir_all(&dir)
             .and_then(|()| std::fs::write(dir.join("machine.txt"), record))
-        {
+            .and_then(|()| {
+                if interleaved.is_empty() {
+                    return Ok(());
+                }
+                let mut text = interleaved.join("\n");
+                text.push('\n');
+                std::fs::write(dir.join("interleaved.txt"), text)
+            });
+        if let Err(err) = written {
             eprintln!(
                 "could not record the machine line in {}: {err}",
                 dir.display()

@@ -6,7 +6,8 @@ each benchmark), divides each estimate by the group's throughput (elements
 per iteration) to get ns per operation, and prints one row per workload and
 one column per peer, each with its ratio to tickwheel (> 1 means slower than
 tickwheel). The machine line recorded by the run (target/criterion/
-machine.txt) is printed above the table.
+machine.txt) is printed above the table, and the interleaved rounds
+(target/criterion/interleaved.txt) below it.
 
 Usage: python3 benches/report.py [--criterion-dir DIR] [--stat mean|median]
                                  [--ci]
@@ -128,6 +129,15 @@ def main():
                 cell += f" ({ns / base:.2f}×)"
             cells.append(cell)
         print(f"| `{group}` | " + " | ".join(cells) + " |")
+
+    interleaved = os.path.join(args.criterion_dir, "interleaved.txt")
+    if os.path.exists(interleaved):
+        print()
+        print("Interleaved rounds, tickwheel and binary_heap taking turns (ns per operation):")
+        print()
+        with open(interleaved) as f:
+            for line in f.read().splitlines():
+                print(f"- {line}")
     return 0
 
 
