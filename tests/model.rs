@@ -81,6 +81,9 @@ enum Op {
     Insert(When),
     /// Index into every key ever issued (stale ones included).
     Cancel(usize),
+    /// Insert `n` timers at one deadline, then cancel them in order: more
+    /// cancels in a row than a batch of deferred unlinks holds.
+    InsertThenCancel(When, usize),
     Reset(usize, When),
     /// One `poll`.
     Poll(When),
@@ -98,6 +101,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         10 => when().prop_map(Op::Insert),
         3 => any::<usize>().prop_map(Op::Cancel),
+        1 => (when(), 0usize..if cfg!(miri) { 40 } else { 80 }).prop_map(|(w, n)| Op::InsertThenCancel(w, n)),
         4 => (any::<usize>(), when()).prop_map(|(k, w)| Op::Reset(k, w)),
         4 => step().prop_map(Op::Poll),
         4 => (step(), proptest::option::of(0usize..6)).prop_map(|(w, l)| Op::Advance(w, l)),
@@ -133,6 +137,18 @@ fn run(geometry: Geometry, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Cancel(i) if !keys.is_empty() => {
                 let (key, value) = keys[i % keys.len()];
                 prop_assert_eq!(wheel.cancel(key), model.cancel(value), "cancel {:?}", key);
+            }
+            Op::InsertThenCancel(when, n) => {
+                let deadline = resolve(when, model.now);
+                let first = keys.len();
+                for _ in 0..*n {
+                    keys.push((wheel.insert(deadline, next_value), next_value));
+                    model.insert(deadline, next_value);
+                    next_value += 1;
+                }
+                for &(key, value) in &keys[first..] {
+                    prop_assert_eq!(wheel.cancel(key), model.cancel(value), "cancel {:?}", key);
+                }
             }
             Op::Reset(i, when) if !keys.is_empty() => {
                 let (key, value) = keys[i % keys.len()];
