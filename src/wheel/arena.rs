@@ -63,10 +63,8 @@ pub(crate) type DrainEntries<'a, T> =
 /// End of the free list.
 const NO_SLOT: u32 = u32::MAX;
 
-/// One element of the arena: an entry's list links, then its slot. The
-/// links are outside the enum so that relinking a neighbour is a plain
-/// store, with no load of the neighbour's tag; they are first so that a
-/// cancel's key check and its unlink read the start of one node.
+/// One element of the arena: an entry's list links, then its slot (why,
+/// in the module docs).
 #[derive(Debug)]
 #[repr(C)]
 pub(crate) struct Node<T> {

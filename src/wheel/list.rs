@@ -90,8 +90,8 @@ pub(crate) struct Chain {
 #[derive(Debug)]
 pub(crate) struct Nodes<T> {
     pub(crate) entries: Arena<T>,
-    /// Per list: its sentinel and its trail, together so that an append
-    /// finds both with one bounds check.
+    /// Per list: its sentinel and its trail, in one record because an
+    /// append updates both.
     heads: alloc::boxed::Box<[Head]>,
 }
 
