@@ -186,7 +186,8 @@ fn run(geometry: Geometry, ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::Peek(step, take, rearm) => {
                 let now = resolve(step, model.now);
-                let peeked = wheel.peek(now);
+                wheel.set_now(now);
+                let peeked = wheel.peek();
                 model.now = model.now.max(now);
                 let head = model
                     .queue
@@ -227,6 +228,19 @@ fn run(geometry: Geometry, ops: &[Op]) -> Result<(), TestCaseError> {
 
         prop_assert_eq!(wheel.len(), model.pending.len());
         prop_assert_eq!(wheel.now(), model.now);
+        // Polling at `next_expiration` fires or moves time: a value at or
+        // before `now` promises a due timer.
+        if wheel
+            .next_expiration()
+            .is_some_and(|next| next <= model.now)
+        {
+            prop_assert!(
+                model.earliest().is_some_and(|e| e <= model.now),
+                "next_expiration {:?} <= now {} but nothing is due",
+                wheel.next_expiration(),
+                model.now
+            );
+        }
         match (wheel.next_expiration(), model.earliest()) {
             (None, None) => {}
             (Some(next), Some(earliest)) => {

@@ -387,3 +387,63 @@ fn batched_cancels_keep_every_list_consistent() {
         assert!(wheel.is_empty());
     }
 }
+
+/// Issue 8, defect 3: after `poll` hands out an overdue timer, the cursor
+/// may still lag behind `now` with a cascade pending. `next_expiration`
+/// then said `now` while nothing was due, and `poll(next_expiration())`
+/// neither fired nor moved time: a tickless driver would spin once.
+#[test]
+fn polling_at_next_expiration_always_fires_or_moves_time() {
+    let mut wheel = Wheel::new();
+    for _ in 0..3 {
+        wheel.insert(0, 'a');
+    }
+    assert_eq!(wheel.advance(41).count(), 3);
+    wheel.insert(65, 'b');
+    wheel.insert(0, 'c');
+    assert_eq!(wheel.poll(64).map(|e| e.value), Some('c'));
+    let next = wheel.next_expiration().expect("'b' is pending");
+    let before = wheel.now();
+    let fired = wheel.poll(next);
+    assert!(
+        fired.is_some() || wheel.now() > before,
+        "poll({next}) at now {before} neither fired nor moved time"
+    );
+    assert_eq!(next, 65);
+}
+
+/// The same property wherever the due list can run dry while the cursor
+/// lags: a cancel or a reset of the last due timer, and an `advance`
+/// dropped before its first step.
+#[test]
+fn emptying_the_due_list_any_way_leaves_next_expiration_honest() {
+    type Empty = fn(&mut Wheel<char>, TimerKey);
+    let ways: [(&str, Empty); 4] = [
+        ("cancel", |w, k| assert_eq!(w.cancel(k), Some('c'))),
+        ("reset", |w, k| assert!(w.reset(k, 1_000))),
+        ("poll", |w, _| assert!(w.poll(64).is_some())),
+        ("peek+cancel", |w, _| {
+            let (key, _) = w.peek().expect("'c' is due");
+            assert_eq!(w.cancel(key), Some('c'));
+        }),
+    ];
+    for (how, empty) in ways {
+        let mut wheel = Wheel::new();
+        wheel.advance(41).for_each(drop);
+        wheel.insert(65, 'b');
+        let overdue = wheel.insert(0, 'c');
+        wheel.set_now(64);
+        empty(&mut wheel, overdue);
+        let next = wheel.next_expiration().expect("'b' is pending");
+        assert!(
+            next > wheel.now(),
+            "{how}: next_expiration {next} <= now {}",
+            wheel.now()
+        );
+    }
+    // `advance` dropped unpolled: time has moved, the cascade is done.
+    let mut wheel = Wheel::new();
+    wheel.insert(65, 'b');
+    drop(wheel.advance(64));
+    assert_eq!(wheel.next_expiration(), Some(65));
+}

@@ -284,7 +284,8 @@ fn run(input: &Input) {
             }
             Op::Peek(step, take, rearm) => {
                 let now = step.resolve(model.now);
-                let peeked = wheel.peek(now);
+                wheel.set_now(now);
+                let peeked = wheel.peek();
                 model.now = model.now.max(now);
                 let want = model
                     .queue
@@ -339,6 +340,14 @@ fn run(input: &Input) {
             "op {i}: {op:?}: is_empty"
         );
         assert_eq!(wheel.now(), model.now, "op {i}: {op:?}: now");
+        // Polling at `next_expiration` fires or moves time.
+        if let Some(next) = wheel.next_expiration().filter(|&next| next <= model.now) {
+            assert!(
+                model.earliest().is_some_and(|e| e <= model.now),
+                "op {i}: {op:?}: next_expiration {next} <= now {} but nothing is due",
+                model.now
+            );
+        }
         match (wheel.next_expiration(), model.earliest()) {
             (None, None) => {}
             (Some(next), Some(earliest)) => assert!(

@@ -1478,8 +1478,9 @@ fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
 /// (repeating), up to the batch size. Runs under the shard lock: no user
 /// code here.
 fn collect<T>(wheel: &mut Wheel<Job<T>>, shard: u32, now: Tick, batch: &mut Vec<Fire<T>>) {
+    wheel.set_now(now);
     while batch.len() < BATCH {
-        let Some((key, deadline)) = wheel.peek(now) else {
+        let Some((key, deadline)) = wheel.peek() else {
             return;
         };
         let handle = TimerHandle { key, shard };

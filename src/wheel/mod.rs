@@ -84,6 +84,12 @@
 //! 6. Every list is in insertion (or last reset) order, and cascades keep
 //!    that order, so timers that end in the same level-0 slot come out
 //!    first in, first out.
+//! 7. Between calls, the due list is empty only if the cursor has caught
+//!    up: `elapsed == now` and the late list is empty. Every operation that
+//!    moves `now` or takes the last due timer restores this at once
+//!    (`catch_up`), doing the work the next `poll` would have done anyway.
+//!    So [`Wheel::peek`] is a plain read, and a `next_expiration() ≤ now`
+//!    always means a timer is due: polling there fires or moves time.
 //!
 //! The consequences callers see: expiry in non-decreasing effective
 //! deadline, FIFO on ties, never before the deadline, never skipped, and
@@ -159,7 +165,13 @@ pub struct Expired<T, K = TimerKey, D = Tick> {
 ///
 /// let fired: Vec<_> = wheel.advance(1_000).map(|e| e.value).collect();
 /// assert_eq!(fired, ["retransmit"]);
-/// assert_eq!(wheel.next_expiration(), Some(28_672)); // a cascade, before 30_050
+/// // A tickless driver sleeps until `next_expiration`: never past the idle
+/// // timeout's 30_050 (it may be earlier, when timers move down a level).
+/// let mut fired = Vec::new();
+/// while let Some(next) = wheel.next_expiration() {
+///     fired.extend(wheel.advance(next).map(|e| (e.deadline, e.value)));
+/// }
+/// assert_eq!(fired, [(30_050, "idle timeout")]);
 /// ```
 pub struct Wheel<T> {
     nodes: Nodes<T>,
@@ -271,7 +283,6 @@ impl<T> Wheel<T> {
     #[must_use]
     pub fn starting_at(mut self, start: Tick) -> Self {
         self.set_now(start);
-        self.settle();
         self
     }
 
@@ -429,7 +440,9 @@ impl<T> Wheel<T> {
             // Possibly in the due or late list, which must hold only live
             // timers: unlink now.
             self.unlink(key.index);
-            return Some(self.nodes.entries.take(key.index).value);
+            let value = self.nodes.entries.take(key.index).value;
+            self.catch_up();
+            return Some(value);
         }
         // In a slot or the overflow list: the value comes out now, the
         // unlink joins a batch (see `unlink_cancelled`). The links were
@@ -463,6 +476,7 @@ impl<T> Wheel<T> {
         entry.deadline = deadline;
         self.unlink(key.index);
         self.file_new(key.index, deadline);
+        self.catch_up();
         true
     }
 
@@ -514,12 +528,13 @@ impl<T> Wheel<T> {
     }
 
     /// A tick no later than the earliest pending timer's effective deadline,
-    /// or `None` if the wheel is empty. A value `≤ now()` means timers are
+    /// or `None` if the wheel is empty. A value `≤ now()` means a timer is
     /// due now.
     ///
-    /// Advancing to the returned tick always makes progress: it either
-    /// yields a timer or moves timers closer to their slot, so a tickless
-    /// driver can sleep exactly until then. O(levels), from the bitmaps.
+    /// Polling at the returned tick always makes progress: it fires a timer
+    /// or moves [`now`](Self::now) forward (possibly only cascading timers
+    /// closer to their slot), so a tickless driver can sleep exactly until
+    /// then. O(levels), from the bitmaps.
     ///
     /// ```
     /// let mut wheel = tickwheel::Wheel::new();
@@ -535,19 +550,12 @@ impl<T> Wheel<T> {
         if self.is_empty() {
             return None;
         }
-        let due = self.nodes.first(self.lists.due);
-        if let Some(first) = due {
-            return Some(self.nodes.entries.entry(first).deadline);
+        if let Some((_, deadline)) = self.peek() {
+            return Some(deadline);
         }
-        let event = self.next_event().map(|(at, _)| at);
-        let late = self
-            .nodes
-            .first(self.lists.late)
-            .map(|first| self.nodes.entries.entry(first).deadline);
-        match (event, late) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        // Nothing due, so the cursor is at `now` (invariant 7) and every
+        // event lies after it: advancing to this one moves time.
+        self.next_event().map(|(at, _)| at)
     }
 
     /// Moves time forward to `now` (a smaller `now` than the current one is
@@ -568,12 +576,29 @@ impl<T> Wheel<T> {
     /// assert_eq!(order, "abc");
     /// ```
     pub fn poll(&mut self, now: Tick) -> Option<Expired<T>> {
-        self.set_now(now);
+        self.move_time(now);
         self.next_due()
     }
 
-    /// Moves time forward to `now` and returns the key and deadline of the
-    /// next due timer *without removing it*, or `None` if none is due.
+    /// Moves time forward to `now` without taking any timer: those due by
+    /// then wait for [`poll`](Self::poll), [`peek`](Self::peek) or
+    /// [`advance`](Self::advance). A smaller `now` than the current one is
+    /// ignored.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// wheel.insert(5, "due");
+    /// wheel.set_now(9);
+    /// assert_eq!(wheel.now(), 9);
+    /// assert_eq!(wheel.peek().map(|(_, deadline)| deadline), Some(5));
+    /// ```
+    pub fn set_now(&mut self, now: Tick) {
+        self.move_time(now);
+    }
+
+    /// The key and deadline of the timer the next [`poll`](Self::poll) at
+    /// the current time would return, without removing it or moving time;
+    /// `None` if nothing is due at [`now`](Self::now).
     ///
     /// The timer stays first in line until it is taken with
     /// [`cancel`](Self::cancel) or moved with [`reset`](Self::reset). This is
@@ -584,7 +609,8 @@ impl<T> Wheel<T> {
     /// let heartbeat = wheel.insert(100, "ping");
     /// let mut runs = Vec::new();
     /// for now in [100, 250, 310] {
-    ///     while let Some((key, deadline)) = wheel.peek(now) {
+    ///     wheel.set_now(now);
+    ///     while let Some((key, deadline)) = wheel.peek() {
     ///         runs.push(deadline);
     ///         wheel.reset(key, deadline + 100); // fixed rate: no drift
     ///     }
@@ -592,9 +618,8 @@ impl<T> Wheel<T> {
     /// assert_eq!(runs, [100, 200, 300]);
     /// assert!(wheel.contains(heartbeat)); // same key, next run at 400
     /// ```
-    pub fn peek(&mut self, now: Tick) -> Option<(TimerKey, Tick)> {
-        self.set_now(now);
-        let index = self.first_due()?;
+    pub fn peek(&self) -> Option<(TimerKey, Tick)> {
+        let index = self.nodes.first(self.lists.due)?;
         let entry = self.nodes.entries.entry(index);
         let key = TimerKey {
             index,
@@ -621,7 +646,7 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.advance(100).count(), 7);
     /// ```
     pub fn advance(&mut self, now: Tick) -> Advance<'_, T> {
-        self.set_now(now);
+        self.move_time(now);
         Advance::new(self)
     }
 
@@ -770,7 +795,8 @@ impl<T> Wheel<T> {
         }
     }
 
-    fn set_now(&mut self, now: Tick) {
+    /// Moves `now` forward (never back) and catches up (invariant 7).
+    fn move_time(&mut self, now: Tick) {
         if now <= self.now {
             return;
         }
@@ -780,6 +806,7 @@ impl<T> Wheel<T> {
             self.settle();
         }
         self.now = now;
+        self.catch_up();
     }
 
     /// Processes every event up to `now`, so that `elapsed == now` and
@@ -790,12 +817,13 @@ impl<T> Wheel<T> {
         self.nodes.append(self.lists.due, self.lists.late);
     }
 
-    /// The next due timer, processing events up to `now` as needed.
+    /// Takes the first due timer, then readies the next (invariant 7).
     fn next_due(&mut self) -> Option<Expired<T>> {
-        let index = self.first_due()?;
+        let index = self.nodes.first(self.lists.due)?;
         self.nodes.prefetch_ahead_of(index);
         self.nodes.unlink(index);
         let entry = self.nodes.entries.take(index);
+        self.catch_up();
         Some(Expired {
             key: TimerKey {
                 index,
@@ -806,24 +834,23 @@ impl<T> Wheel<T> {
         })
     }
 
-    /// The first entry of the due list, processing events up to `now` until
-    /// there is one (or none is left).
-    fn first_due(&mut self) -> Option<u32> {
+    /// Restores invariant 7: while the due list is empty, processes events
+    /// up to `now`; once none is left, the cursor is at `now` and the late
+    /// list joins the due list. The same steps the next `poll` would take,
+    /// done now so that queries need not.
+    #[inline]
+    fn catch_up(&mut self) {
         let due = self.lists.due;
-        loop {
-            if let Some(index) = self.nodes.first(due) {
-                return Some(index);
-            }
-            if self.process_next_event() {
-                continue;
-            }
-            self.elapsed = self.now;
-            let late = self.lists.late;
-            if self.nodes.is_empty(late) {
-                return None;
-            }
-            self.nodes.append(due, late);
+        if !self.nodes.is_empty(due) {
+            return;
         }
+        while self.process_next_event() {
+            if !self.nodes.is_empty(due) {
+                return;
+            }
+        }
+        self.elapsed = self.now;
+        self.nodes.append(due, self.lists.late);
     }
 
     /// Processes the next event if it is due by `now`; `false` if there is
