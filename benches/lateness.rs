@@ -21,7 +21,7 @@ use core::time::Duration;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use tickwheel::driver::{Clock, Executor, Expired, Rejected, SpinningClock, SystemClock};
+use tickwheel::timer::{Clock, Executor, Expired, Rejected, SpinningClock, SystemClock};
 use tickwheel::Timer;
 
 const TIMERS: usize = 100_000;

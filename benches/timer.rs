@@ -31,7 +31,7 @@ use std::sync::{Barrier, Mutex};
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput};
-use tickwheel::driver::{Executor, Expired, Rejected};
+use tickwheel::timer::{Executor, Expired, Rejected};
 use tickwheel::{Timer, Wheel};
 
 use peers::binary_heap::HeapTimers;

@@ -31,7 +31,7 @@ use std::process::ExitCode;
 use std::thread;
 use std::time::Instant;
 
-use tickwheel::driver::TimerHandle;
+use tickwheel::timer::TimerHandle;
 use tickwheel::Timer;
 
 /// An order waiting for payment: the timer's value.

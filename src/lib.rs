@@ -11,7 +11,7 @@
 //!   driver thread with a monotonic clock, sharded wheels that any thread
 //!   schedules into without a global lock, and an `Executor` that receives
 //!   what fires (inline, a thread pool, a channel, a closure). See the
-//!   `driver` module.
+//!   `timer` module.
 //!
 //! ```
 //! use tickwheel::Wheel;
@@ -52,24 +52,23 @@
 //! - `test-util`: `ManualClock` and `Timer::sync`, for deterministic tests of
 //!   code that uses a `Timer`.
 #![no_std]
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
-#[cfg(feature = "std")]
-pub mod driver;
 mod error;
 mod key;
 #[cfg(feature = "std")]
-mod sync;
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub mod timer;
 pub mod wheel;
 
-#[cfg(feature = "std")]
-pub use driver::Timer;
 pub use error::{CapacityError, GeometryError};
 pub use key::TimerKey;
+#[cfg(feature = "std")]
+pub use timer::Timer;
 pub use wheel::{Expired, Geometry, Wheel};
 
 /// A point in time, in the wheel's abstract ticks (a millisecond, a

@@ -11,8 +11,8 @@
 use alloc::vec::Vec;
 use core::time::Duration;
 
+use super::sync::{thread, Arc, AtomicUsize, Mutex, Ordering};
 use super::{Expired, ManualClock, Timer};
-use crate::sync::{thread, Arc, AtomicUsize, Mutex, Ordering};
 
 const MS: Duration = Duration::from_millis(1);
 

@@ -5,9 +5,9 @@ use alloc::vec::Vec;
 use core::time::Duration;
 use std::time::Instant;
 
-use crate::sync::thread;
+use super::sync::thread;
 #[cfg(any(feature = "test-util", all(loom, test)))]
-use crate::sync::{Arc, Mutex, Thread};
+use super::sync::{Arc, Mutex, Thread};
 
 /// A monotonic clock the driver thread reads and sleeps on.
 ///
@@ -27,7 +27,7 @@ use crate::sync::{Arc, Mutex, Thread};
 ///
 /// ```
 /// use std::time::Instant;
-/// use tickwheel::driver::{Clock, SystemClock};
+/// use tickwheel::timer::{Clock, SystemClock};
 ///
 /// let clock = SystemClock;
 /// let before = Instant::now();
@@ -47,7 +47,7 @@ pub trait Clock: Send + Sync + 'static {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use tickwheel::driver::{Clock, SystemClock};
+/// use tickwheel::timer::{Clock, SystemClock};
 ///
 /// let start = Instant::now();
 /// SystemClock.sleep_until(Some(start + Duration::from_millis(2)));
@@ -88,14 +88,14 @@ impl Clock for SystemClock {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tickwheel::driver::SpinningClock;
+/// use tickwheel::timer::SpinningClock;
 /// use tickwheel::Timer;
 ///
 /// let timer = Timer::builder()
 ///     .clock(SpinningClock::new(Duration::from_micros(200)))
 ///     .build()?;
 /// # drop(timer);
-/// # Ok::<(), tickwheel::driver::BuildError>(())
+/// # Ok::<(), tickwheel::timer::BuildError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct SpinningClock {
@@ -106,7 +106,7 @@ impl SpinningClock {
     /// Parks until `spin` before each deadline, then spins.
     ///
     /// ```
-    /// let clock = tickwheel::driver::SpinningClock::new(std::time::Duration::from_micros(500));
+    /// let clock = tickwheel::timer::SpinningClock::new(std::time::Duration::from_micros(500));
     /// # let _ = clock;
     /// ```
     pub fn new(spin: Duration) -> Self {
@@ -160,7 +160,7 @@ fn park_for(_duration: Duration) {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tickwheel::driver::{Clock, ManualClock};
+/// use tickwheel::timer::{Clock, ManualClock};
 ///
 /// let clock = ManualClock::new();
 /// let t0 = clock.now();
@@ -186,7 +186,7 @@ impl ManualClock {
     /// A clock standing at the current instant.
     ///
     /// ```
-    /// let clock = tickwheel::driver::ManualClock::new();
+    /// let clock = tickwheel::timer::ManualClock::new();
     /// # let _ = clock;
     /// ```
     pub fn new() -> Self {
@@ -202,7 +202,7 @@ impl ManualClock {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use tickwheel::driver::{Clock, ManualClock};
+    /// use tickwheel::timer::{Clock, ManualClock};
     ///
     /// let clock = ManualClock::new();
     /// let t0 = clock.now();

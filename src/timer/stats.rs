@@ -2,7 +2,7 @@
 
 use core::time::Duration;
 
-use crate::sync::{AtomicU64, Ordering};
+use super::sync::{AtomicU64, Ordering};
 
 /// Buckets of the lateness histogram: bucket 0 holds lateness under 1 µs,
 /// bucket `i` holds `[2^(i-1), 2^i)` µs, and the last one everything above.
@@ -19,13 +19,14 @@ pub(crate) const BUCKETS: usize = 32;
 /// use tickwheel::Timer;
 ///
 /// let timer = Timer::new()?;
-/// let handle = timer.schedule(Duration::from_secs(60), Box::new(|| ()))?;
+/// let handle = timer.run_after(Duration::from_secs(60), || ())?;
 /// timer.cancel(handle);
 /// let stats = timer.stats();
 /// assert_eq!((stats.scheduled, stats.cancelled, stats.pending), (1, 1, 0));
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Stats {
     /// Timers scheduled and neither fired nor cancelled.
     pub pending: usize,
@@ -38,8 +39,15 @@ pub struct Stats {
     pub cancelled: u64,
     /// Runs the executor refused (then passed to the `on_undelivered` hook).
     pub rejected: u64,
-    /// Runs whose task, value factory or executor panicked.
+    /// Runs whose task, value factory or executor panicked, and panics of
+    /// the `on_undelivered` hook.
     pub panicked: u64,
+    /// Values the timer had to drop because nobody could take them: refused
+    /// by the executor with no `on_undelivered` hook (or a hook that
+    /// panicked), or lost to a value factory that panicked at shutdown.
+    /// Values pending when the last handle is dropped with no hook are
+    /// dropped too, but no `Timer` is left to report them.
+    pub dropped: u64,
     /// Times the driver thread woke up and scanned the wheels. With no
     /// timers pending it sleeps without a deadline, so this stays still.
     pub wakeups: u64,
@@ -55,7 +63,7 @@ pub struct Stats {
 ///
 /// ```
 /// use std::time::Duration;
-/// use tickwheel::driver::Lateness;
+/// use tickwheel::timer::Lateness;
 ///
 /// let empty = Lateness::default();
 /// assert_eq!(empty.count(), 0);
@@ -72,7 +80,7 @@ impl Lateness {
     /// Number of runs recorded.
     ///
     /// ```
-    /// # let l = tickwheel::driver::Lateness::default();
+    /// # let l = tickwheel::timer::Lateness::default();
     /// assert_eq!(l.count(), 0);
     /// ```
     pub fn count(&self) -> u64 {
@@ -82,7 +90,7 @@ impl Lateness {
     /// The largest lateness recorded.
     ///
     /// ```
-    /// # let l = tickwheel::driver::Lateness::default();
+    /// # let l = tickwheel::timer::Lateness::default();
     /// assert_eq!(l.max(), std::time::Duration::ZERO);
     /// ```
     pub fn max(&self) -> Duration {
@@ -92,7 +100,7 @@ impl Lateness {
     /// The mean lateness.
     ///
     /// ```
-    /// # let l = tickwheel::driver::Lateness::default();
+    /// # let l = tickwheel::timer::Lateness::default();
     /// assert_eq!(l.mean(), std::time::Duration::ZERO);
     /// ```
     pub fn mean(&self) -> Duration {
@@ -109,7 +117,7 @@ impl Lateness {
     /// the bucket it falls in, capped at [`max`](Self::max).
     ///
     /// ```
-    /// # let l = tickwheel::driver::Lateness::default();
+    /// # let l = tickwheel::timer::Lateness::default();
     /// assert_eq!(l.quantile(0.5), std::time::Duration::ZERO);
     /// ```
     pub fn quantile(&self, q: f64) -> Duration {
@@ -131,7 +139,7 @@ impl Lateness {
     /// The non-empty buckets as `(upper edge, count)`, in order.
     ///
     /// ```
-    /// # let l = tickwheel::driver::Lateness::default();
+    /// # let l = tickwheel::timer::Lateness::default();
     /// assert_eq!(l.buckets().count(), 0);
     /// ```
     pub fn buckets(&self) -> impl Iterator<Item = (Duration, u64)> + '_ {
@@ -160,19 +168,20 @@ fn bucket_upper_edge(bucket: usize) -> Duration {
     }
 }
 
-/// The driver's side: lock-free counters, written by the driver thread only
-/// (and read by anyone).
+/// The timer's counters beside the per-shard ones: lock-free, written
+/// mostly by the driver thread, read by anyone.
 #[derive(Debug, Default)]
-pub(crate) struct Recorder {
+pub(crate) struct Counters {
     pub(crate) fired: AtomicU64,
     pub(crate) rejected: AtomicU64,
     pub(crate) panicked: AtomicU64,
+    pub(crate) dropped: AtomicU64,
     buckets: [AtomicU64; BUCKETS],
     max_nanos: AtomicU64,
     total_nanos: AtomicU64,
 }
 
-impl Recorder {
+impl Counters {
     pub(crate) fn lateness(&self, lateness: Duration) {
         let nanos = u64::try_from(lateness.as_nanos()).unwrap_or(u64::MAX);
         self.buckets[bucket_of(lateness)].fetch_add(1, Ordering::Relaxed);
@@ -180,7 +189,20 @@ impl Recorder {
         self.total_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
-    pub(crate) fn snapshot(&self) -> Lateness {
+    /// These counters as `Stats`; the per-shard counts are left at zero
+    /// for the caller to fill in.
+    pub(crate) fn snapshot(&self) -> Stats {
+        Stats {
+            fired: self.fired.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+            panicked: self.panicked.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            lateness: self.lateness_snapshot(),
+            ..Stats::default()
+        }
+    }
+
+    fn lateness_snapshot(&self) -> Lateness {
         let mut buckets = [0; BUCKETS];
         for (out, bucket) in buckets.iter_mut().zip(&self.buckets) {
             *out = bucket.load(Ordering::Relaxed);
@@ -209,11 +231,11 @@ mod tests {
 
     #[test]
     fn quantiles_are_bucket_upper_edges_capped_at_the_max() {
-        let recorder = Recorder::default();
+        let counters = Counters::default();
         for micros in [100, 200, 300, 900, 1_100] {
-            recorder.lateness(Duration::from_micros(micros));
+            counters.lateness(Duration::from_micros(micros));
         }
-        let l = recorder.snapshot();
+        let l = counters.snapshot().lateness;
         assert_eq!(l.count(), 5);
         assert_eq!(l.max(), Duration::from_micros(1_100));
         assert_eq!(l.mean(), Duration::from_micros(520));

@@ -1,0 +1,512 @@
+//! [`Timer`]: the handle users hold. Scheduling, cancel and reset, queries
+//! on a handle, stats, and shutdown. (Repeating timers are in
+//! `periodic.rs`, construction in `builder.rs`.)
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::fmt;
+use core::time::Duration;
+use std::time::Instant;
+
+use super::builder::Builder;
+use super::error::BuildError;
+use super::executor::{Executor, Task};
+use super::owner::Owner;
+use super::periodic::Job;
+use super::pool::ThreadPool;
+use super::shard::{ShardCell, FINISHING, RUNNING, STOPPING};
+use super::stats::Stats;
+use super::sync::{Arc, Ordering};
+use super::{ScheduleError, TimerHandle};
+use crate::Tick;
+
+/// A timer service: a driver thread, a clock and an executor over sharded
+/// timing wheels. Cloneable, `Send + Sync`; schedule, cancel and reset from
+/// any thread.
+///
+/// `T` is the value each timer carries and `E` the [`Executor`] that
+/// receives it when it fires. The default, from [`Timer::new`], runs boxed
+/// closures ([`Task`]) on a small [`ThreadPool`]. [`Timer::with_channel`]
+/// makes a pull-style delay queue. See the [module docs](super) for how it
+/// works.
+///
+/// # Stopping
+///
+/// [`shutdown`](Self::shutdown) stops the driver at once and returns every
+/// timer that has not fired. Dropping the last clone does the same, but
+/// the unfired values go to the [`on_undelivered`](Builder::on_undelivered)
+/// hook, or, without one, are dropped (counted in [`Stats::dropped`], which
+/// nobody can read any more: set the hook or call `shutdown` if they
+/// matter). Dropping also drops the executor, and a [`ThreadPool`] then
+/// finishes the tasks it was handed and joins its workers, so the drop
+/// waits for tasks still running; `shutdown` does not wait for them.
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::Timer;
+///
+/// let timer = Timer::new()?;
+/// let (done, finished) = std::sync::mpsc::channel();
+///
+/// // A connection timeout, pushed back on activity.
+/// let idle = timer.run_after(Duration::from_secs(30), || println!("idle: close"))?;
+/// timer.reset(idle, Duration::from_secs(30));
+///
+/// // A delayed job.
+/// timer.run_after(Duration::from_millis(5), move || done.send(()).unwrap())?;
+/// finished.recv_timeout(Duration::from_secs(5))?;
+///
+/// // Stop, and get back what never fired.
+/// let unfired = timer.shutdown();
+/// assert_eq!(unfired.len(), 1);
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+pub struct Timer<T: Send + 'static = Task, E: Executor<T> = ThreadPool> {
+    pub(super) owner: Arc<Owner<T, E>>,
+}
+
+impl Timer {
+    /// A timer with a 1 ms tick that runs [`Task`]s on a two-thread pool.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Spawn`] if the driver or a worker thread cannot be
+    /// spawned.
+    ///
+    /// ```
+    /// let timer = tickwheel::Timer::new()?;
+    /// # drop(timer);
+    /// # Ok::<(), tickwheel::timer::BuildError>(())
+    /// ```
+    pub fn new() -> Result<Self, BuildError> {
+        Builder::new().build()
+    }
+
+    /// A [`Builder`] starting from the defaults of [`Timer::new`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timer = tickwheel::Timer::builder().tick(Duration::from_millis(10)).build()?;
+    /// # drop(timer);
+    /// # Ok::<(), tickwheel::timer::BuildError>(())
+    /// ```
+    pub fn builder() -> Builder<Task, ThreadPool> {
+        Builder::new()
+    }
+}
+
+impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
+    /// A delay queue: values come out of the returned [`Receiver`] once
+    /// their deadline has passed, in deadline order (the JDK `DelayQueue` /
+    /// Redisson `RDelayedQueue` use). The value type is inferred from what
+    /// you schedule or receive.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Spawn`] if the driver thread cannot be spawned.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let (queue, ready) = tickwheel::Timer::with_channel()?;
+    /// queue.schedule(Duration::from_millis(20), "second")?;
+    /// queue.schedule(Duration::from_millis(10), "first")?;
+    /// assert_eq!(ready.recv()?, "first");
+    /// assert_eq!(ready.recv()?, "second");
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    ///
+    /// [`Receiver`]: super::Receiver
+    pub fn with_channel() -> Result<(Self, super::Receiver<T>), BuildError> {
+        let (sender, receiver) = crossbeam_channel::unbounded();
+        let timer = Timer::builder().executor(sender).build()?;
+        Ok((timer, receiver))
+    }
+}
+
+impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
+    /// Schedules `value` to fire after `delay`. The deadline rounds up to
+    /// the tick, so it never fires early.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError`] of kind `Full` over `max_pending`, `Shutdown`
+    /// after shutdown; both hand `value` back.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let (timer, expired) = tickwheel::Timer::with_channel()?;
+    /// let handle = timer.schedule(Duration::from_secs(900), "close order 17")?;
+    /// # let _ = (handle, expired);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn schedule(&self, delay: Duration, value: T) -> Result<TimerHandle, ScheduleError<T>> {
+        let shared = &self.owner.shared;
+        let deadline = shared.time.deadline_after(delay);
+        shared
+            .insert(deadline, Job::Once(value))
+            .map_err(|err| err.map(Job::into_once))
+    }
+
+    /// Schedules `value` to fire at `deadline` (an instant of this timer's
+    /// clock; one in the past fires at once).
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule`](Self::schedule).
+    ///
+    /// ```
+    /// # use std::time::{Duration, Instant};
+    /// let (timer, expired) = tickwheel::Timer::with_channel()?;
+    /// timer.schedule_at(Instant::now() + Duration::from_millis(1), 42)?;
+    /// assert_eq!(expired.recv()?, 42);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn schedule_at(
+        &self,
+        deadline: Instant,
+        value: T,
+    ) -> Result<TimerHandle, ScheduleError<T>> {
+        let shared = &self.owner.shared;
+        let deadline = shared.time.tick_at(deadline);
+        shared
+            .insert(deadline, Job::Once(value))
+            .map_err(|err| err.map(Job::into_once))
+    }
+
+    /// Cancels a timer. Returns its value if it will never fire (for a
+    /// repeating timer: no future run will; the value comes from its
+    /// factory, outside the lock), or `None` if it has fired or is firing
+    /// (a one-shot), or the handle is stale. Fire and cancel never both win.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let timer = tickwheel::Timer::new()?;
+    /// let refund = timer.run_after(Duration::from_secs(60), || println!("refund"))?;
+    /// assert!(timer.cancel(refund).is_some()); // paid: no refund
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn cancel(&self, handle: TimerHandle) -> Option<T> {
+        let shared = &self.owner.shared;
+        let job = {
+            let (cell, mut wheel) = shared.lock(handle)?;
+            let job = wheel.cancel(handle.key)?;
+            ShardCell::<T>::bump(&cell.cancelled);
+            cell.publish_len(&wheel);
+            job
+        };
+        shared.release_reservation(1);
+        match job {
+            Job::Once(value) => Some(value),
+            Job::Repeat(repeat) => Some((repeat.make)(None)),
+        }
+    }
+
+    /// Moves a pending timer's next run to `delay` from now (for a
+    /// fixed-rate timer, its schedule restarts there; for a fixed-delay
+    /// timer whose run is in progress, the run after it moves, see
+    /// [`with_fixed_delay`](Self::with_fixed_delay)). Returns `false` if the
+    /// handle is stale (fired, cancelled, or never valid here).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let timer = tickwheel::Timer::new()?;
+    /// let idle = timer.run_after(Duration::from_secs(30), || ())?;
+    /// assert!(timer.reset(idle, Duration::from_secs(30))); // a packet arrived
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn reset(&self, handle: TimerHandle, delay: Duration) -> bool {
+        let deadline = self.owner.shared.time.deadline_after(delay);
+        self.reset_to(handle, deadline)
+    }
+
+    /// Like [`reset`](Self::reset), to an instant of this timer's clock
+    /// (one in the past makes the timer due at once).
+    ///
+    /// ```
+    /// # use std::time::{Duration, Instant};
+    /// let timer = tickwheel::Timer::new()?;
+    /// let order = timer.run_after(Duration::from_secs(900), || ())?;
+    /// let extended = Instant::now() + Duration::from_secs(1_800);
+    /// assert!(timer.reset_at(order, extended));
+    /// assert!(timer.deadline(order).unwrap() >= extended);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn reset_at(&self, handle: TimerHandle, deadline: Instant) -> bool {
+        let deadline = self.owner.shared.time.tick_at(deadline);
+        self.reset_to(handle, deadline)
+    }
+
+    fn reset_to(&self, handle: TimerHandle, deadline: Tick) -> bool {
+        let shared = &self.owner.shared;
+        let Some((_, mut wheel)) = shared.lock(handle) else {
+            return false;
+        };
+        let moved_to = match wheel.get_mut(handle.key) {
+            None => return false,
+            Some(Job::Repeat(repeat)) => repeat.cadence.reset(deadline),
+            Some(Job::Once(_)) => Some(deadline),
+        };
+        if let Some(deadline) = moved_to {
+            wheel.reset(handle.key, deadline);
+            drop(wheel);
+            shared.wake_if_earlier(deadline);
+        }
+        true
+    }
+
+    /// When a pending timer is due (its next run, for a repeating one),
+    /// rounded up to the tick; `None` if the handle is stale.
+    ///
+    /// ```
+    /// # use std::time::{Duration, Instant};
+    /// let timer = tickwheel::Timer::new()?;
+    /// let before = Instant::now();
+    /// let job = timer.run_after(Duration::from_secs(60), || ())?;
+    /// assert!(timer.deadline(job).unwrap() >= before + Duration::from_secs(60));
+    /// timer.cancel(job);
+    /// assert_eq!(timer.deadline(job), None);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn deadline(&self, handle: TimerHandle) -> Option<Instant> {
+        let shared = &self.owner.shared;
+        let tick = {
+            let (_, wheel) = shared.lock(handle)?;
+            let tick = wheel.deadline(handle.key)?;
+            match wheel.get(handle.key)? {
+                Job::Repeat(repeat) => repeat.cadence.next_run(tick),
+                Job::Once(_) => tick,
+            }
+        };
+        Some(shared.time.instant_of(tick))
+    }
+
+    /// How long until a pending timer is due (zero if it is due already);
+    /// `None` if the handle is stale.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let timer = tickwheel::Timer::new()?;
+    /// let job = timer.run_after(Duration::from_secs(60), || ())?;
+    /// let left = timer.remaining(job).unwrap();
+    /// assert!(left > Duration::from_secs(59) && left <= Duration::from_secs(61));
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn remaining(&self, handle: TimerHandle) -> Option<Duration> {
+        let deadline = self.deadline(handle)?;
+        Some(deadline.saturating_duration_since(self.owner.shared.time.now()))
+    }
+
+    /// `true` if the handle's timer is pending: scheduled and neither fired
+    /// (for a one-shot) nor cancelled.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let timer = tickwheel::Timer::new()?;
+    /// let job = timer.run_after(Duration::from_secs(60), || ())?;
+    /// assert!(timer.is_pending(job));
+    /// timer.cancel(job);
+    /// assert!(!timer.is_pending(job));
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn is_pending(&self, handle: TimerHandle) -> bool {
+        self.owner
+            .shared
+            .lock(handle)
+            .is_some_and(|(_, wheel)| wheel.contains(handle.key))
+    }
+
+    /// Number of timers pending (scheduled, and neither fired nor
+    /// cancelled). Read without locking.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let timer = tickwheel::Timer::new()?;
+    /// timer.run_after(Duration::from_secs(60), || ())?;
+    /// assert_eq!(timer.pending(), 1);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn pending(&self) -> usize {
+        self.owner
+            .shared
+            .shards
+            .iter()
+            .map(|cell| cell.pending.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// A snapshot of the counters and the lateness distribution. Cheap: it
+    /// reads atomics only.
+    ///
+    /// ```
+    /// let timer = tickwheel::Timer::new()?;
+    /// assert_eq!(timer.stats().fired, 0);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let shared = &self.owner.shared;
+        let (mut scheduled, mut cancelled) = (0, 0);
+        for cell in shared.shards.iter() {
+            scheduled += cell.scheduled.load(Ordering::Relaxed);
+            cancelled += cell.cancelled.load(Ordering::Relaxed);
+        }
+        let mut stats = shared.counters.snapshot();
+        stats.pending = self.pending();
+        stats.scheduled = scheduled;
+        stats.cancelled = cancelled;
+        stats.panicked += shared.executor.panics();
+        stats.wakeups = shared.passes.started.load(Ordering::Relaxed);
+        stats
+    }
+
+    /// Waits until the driver has made a full pass that began after this
+    /// call: everything due at the clock's current time has been handed to
+    /// the executor (and, for executors that run on the driver thread, has
+    /// run). For deterministic tests with a `ManualClock`; feature
+    /// `test-util`.
+    ///
+    /// Returns at once if the timer has been shut down.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::ManualClock;
+    /// use tickwheel::Timer;
+    ///
+    /// let clock = ManualClock::new();
+    /// let (tx, rx) = crossbeam_channel::unbounded();
+    /// let timer = Timer::builder().clock(clock.clone()).executor(tx).build()?;
+    /// timer.schedule(Duration::from_millis(5), "due at 5 ms")?;
+    /// clock.advance(Duration::from_millis(4));
+    /// timer.sync();
+    /// assert!(rx.try_recv().is_err()); // not early
+    /// clock.advance(Duration::from_millis(1));
+    /// timer.sync();
+    /// assert_eq!(rx.try_recv()?, "due at 5 ms");
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    #[cfg(all(feature = "test-util", not(all(loom, test))))]
+    pub fn sync(&self) {
+        let shared = &self.owner.shared;
+        let target = shared.passes.started.load(Ordering::SeqCst) + 1;
+        shared.unpark_driver();
+        let mut completed = shared.passes.completed.lock();
+        // The unpark guarantees a new pass while running; a stop wakes this
+        // wait under the same lock (`Owner::stop`), so it cannot be missed.
+        while *completed < target && shared.state.load(Ordering::SeqCst) == RUNNING {
+            completed = shared.passes.done.wait(completed);
+        }
+    }
+
+    /// Stops the driver and returns every timer that has not fired, as
+    /// `(deadline, value)`, deadline rounded up to the tick. (A repeating
+    /// timer appears once, with its next run's deadline and a value from
+    /// its factory.) Runs already handed to the executor are not waited
+    /// for. Later schedules fail with a `Shutdown` [`ScheduleError`]; a
+    /// second `shutdown` returns nothing.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let timer = tickwheel::Timer::new()?;
+    /// timer.run_after(Duration::from_secs(60), || ())?;
+    /// let unfired = timer.shutdown();
+    /// assert_eq!(unfired.len(), 1);
+    /// assert!(timer.run_after(Duration::ZERO, || ()).unwrap_err().is_shutdown());
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn shutdown(&self) -> Vec<(Instant, T)> {
+        self.owner.stop(STOPPING)
+    }
+
+    /// Like [`shutdown`](Self::shutdown), but first fires everything already
+    /// due and waits until the executor has finished all it was handed
+    /// ([`Executor::flush`]). Returns the timers still in the future.
+    ///
+    /// "Due" is judged as always: by the tick that has fully passed. A timer
+    /// whose deadline (rounded up to the tick) lies in the current tick is
+    /// not due yet and comes back in the returned list, not fired.
+    ///
+    /// ```
+    /// # use std::time::{Duration, Instant};
+    /// let timer = tickwheel::Timer::new()?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let past = Instant::now() - Duration::from_millis(5);
+    /// timer.run_at(past, move || tx.send("ran").unwrap())?;
+    /// timer.run_after(Duration::from_secs(60), || ())?;
+    /// let future = timer.shutdown_graceful();
+    /// assert_eq!(future.len(), 1);
+    /// assert_eq!(rx.try_recv()?, "ran");
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn shutdown_graceful(&self) -> Vec<(Instant, T)> {
+        self.owner.stop(FINISHING)
+    }
+}
+
+impl<E: Executor<Task>> Timer<Task, E> {
+    /// Runs `task` after `delay`: [`schedule`](Self::schedule) for a
+    /// closure, boxing it for you.
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule`](Self::schedule), handing the boxed task back.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let timer = tickwheel::Timer::new()?;
+    /// let order = 17;
+    /// timer.run_after(Duration::from_secs(900), move || println!("close unpaid order {order}"))?;
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn run_after(
+        &self,
+        delay: Duration,
+        task: impl FnOnce() + Send + 'static,
+    ) -> Result<TimerHandle, ScheduleError<Task>> {
+        self.schedule(delay, Box::new(task))
+    }
+
+    /// Runs `task` at `deadline`: [`schedule_at`](Self::schedule_at) for a
+    /// closure.
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule`](Self::schedule), handing the boxed task back.
+    ///
+    /// ```
+    /// # use std::time::{Duration, Instant};
+    /// let timer = tickwheel::Timer::new()?;
+    /// timer.run_at(Instant::now() + Duration::from_secs(1), || println!("tick"))?;
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn run_at(
+        &self,
+        deadline: Instant,
+        task: impl FnOnce() + Send + 'static,
+    ) -> Result<TimerHandle, ScheduleError<Task>> {
+        self.schedule_at(deadline, Box::new(task))
+    }
+}
+
+impl<T: Send + 'static, E: Executor<T>> Clone for Timer<T, E> {
+    fn clone(&self) -> Self {
+        Timer {
+            owner: Arc::clone(&self.owner),
+        }
+    }
+}
+
+impl<T: Send + 'static, E: Executor<T>> fmt::Debug for Timer<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shared = &self.owner.shared;
+        f.debug_struct("Timer")
+            .field("tick", &shared.time.tick())
+            .field("shards", &shared.shards.len())
+            .field("pending", &self.pending())
+            .field(
+                "running",
+                &(shared.state.load(Ordering::Relaxed) == RUNNING),
+            )
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,311 @@
+//! [`Builder`]: every setting of a [`Timer`], checked, and the start of its
+//! driver thread; and the hook for values the timer cannot deliver.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use core::fmt;
+use core::marker::PhantomData;
+use core::time::Duration;
+
+use super::clock::{Clock, SystemClock};
+use super::driver::{drive, Passes};
+use super::error::BuildError;
+use super::executor::{Executor, Task};
+use super::owner::Owner;
+use super::pool::ThreadPool;
+use super::shard::{ShardCell, Shared, RUNNING};
+use super::stats::Counters;
+use super::sync::{thread, Arc, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Mutex};
+use super::time::TimeSource;
+use super::{Expired, Timer};
+use crate::{Geometry, Wheel};
+
+/// Builds a [`Timer`]: tick, geometry, shards, `max_pending`, executor,
+/// driver thread name, clock, and the hook for values that cannot be
+/// delivered.
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::timer::Inline;
+/// use tickwheel::{Geometry, Timer};
+///
+/// let timer = Timer::builder()
+///     .tick(Duration::from_micros(100))
+///     .geometry(Geometry::DEFAULT)
+///     .max_pending(1_000_000)
+///     .thread_name("order-timeouts")
+///     .executor(Inline)
+///     .build()?;
+/// # drop(timer);
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+pub struct Builder<T, E> {
+    tick: Duration,
+    geometry: Geometry,
+    shards: Option<usize>,
+    max_pending: Option<usize>,
+    thread_name: String,
+    clock: alloc::sync::Arc<dyn Clock>,
+    executor: E,
+    on_undelivered: Option<UndeliveredHook<T>>,
+    _values: PhantomData<fn(T)>,
+}
+
+pub(super) type UndeliveredHook<T> = Box<dyn Fn(Undelivered<T>) + Send + Sync>;
+
+/// A value the timer could not deliver, passed to the
+/// [`on_undelivered`](Builder::on_undelivered) hook instead of being
+/// dropped silently.
+///
+/// ```
+/// use tickwheel::timer::{Undelivered, Why};
+///
+/// fn log(lost: Undelivered<String>) {
+///     match lost.why {
+///         Why::Rejected => eprintln!("executor refused {}", lost.fired.value),
+///         Why::Dropped => eprintln!("timer dropped before {} fired", lost.fired.value),
+///         _ => eprintln!("not delivered: {}", lost.fired.value),
+///     }
+/// }
+/// # let _ = log;
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Undelivered<T> {
+    /// The timer, with its deadline and value.
+    pub fired: Expired<T>,
+    /// Why it was not delivered.
+    pub why: Why,
+}
+
+/// Why a value was [`Undelivered`].
+///
+/// ```
+/// assert_ne!(tickwheel::timer::Why::Rejected, tickwheel::timer::Why::Dropped);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Why {
+    /// The executor refused it ([`Executor::execute`] returned `Err`).
+    Rejected,
+    /// The timer's last handle was dropped while it was pending (call
+    /// [`Timer::shutdown`] to get pending values back instead).
+    Dropped,
+}
+
+impl Builder<Task, ThreadPool> {
+    pub(super) fn new() -> Self {
+        Builder {
+            tick: Duration::from_millis(1),
+            geometry: Geometry::DEFAULT,
+            shards: None,
+            max_pending: None,
+            thread_name: String::from("tickwheel-driver"),
+            clock: alloc::sync::Arc::new(SystemClock),
+            executor: ThreadPool::default(),
+            on_undelivered: None,
+            _values: PhantomData,
+        }
+    }
+}
+
+impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
+    /// The tick: the resolution of deadlines, which round up to it. Default
+    /// 1 ms; from 1 µs (100 µs and up is practical) to 1 hour, else
+    /// [`build`](Self::build) fails with [`BuildError::Tick`].
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let builder = tickwheel::Timer::builder().tick(Duration::from_micros(250));
+    /// # drop(builder);
+    /// ```
+    #[must_use]
+    pub fn tick(mut self, tick: Duration) -> Self {
+        self.tick = tick;
+        self
+    }
+
+    /// The shape of each shard's wheel. Default [`Geometry::DEFAULT`].
+    ///
+    /// ```
+    /// let g = tickwheel::Geometry::new(4, 4).unwrap();
+    /// let builder = tickwheel::Timer::builder().geometry(g);
+    /// # drop(builder);
+    /// ```
+    #[must_use]
+    pub fn geometry(mut self, geometry: Geometry) -> Self {
+        self.geometry = geometry;
+        self
+    }
+
+    /// Number of shards, rounded up to a power of two (1 to 1024). Default:
+    /// 4 per available core.
+    ///
+    /// ```
+    /// let builder = tickwheel::Timer::builder().shards(8);
+    /// # drop(builder);
+    /// ```
+    #[must_use]
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = Some(shards);
+        self
+    }
+
+    /// Refuse to hold more than `max` pending timers: a schedule over the
+    /// limit returns [`ScheduleError::Full`] with its value. Costs one
+    /// shared atomic per schedule, cancel and fire.
+    ///
+    /// ```
+    /// let builder = tickwheel::Timer::builder().max_pending(10_000);
+    /// # drop(builder);
+    /// ```
+    #[must_use]
+    pub fn max_pending(mut self, max: usize) -> Self {
+        self.max_pending = Some(max);
+        self
+    }
+
+    /// The driver thread's name. Default `tickwheel-driver`.
+    ///
+    /// ```
+    /// let builder = tickwheel::Timer::builder().thread_name("timeouts");
+    /// # drop(builder);
+    /// ```
+    #[must_use]
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// The clock. Default [`SystemClock`].
+    ///
+    /// ```
+    /// let builder = tickwheel::Timer::builder().clock(tickwheel::timer::SystemClock);
+    /// # drop(builder);
+    /// ```
+    #[must_use]
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = alloc::sync::Arc::new(clock);
+        self
+    }
+
+    /// Where fired timers go; this also fixes the value type `V`. Default: a
+    /// [`ThreadPool`] of two workers running [`Task`]s.
+    ///
+    /// ```
+    /// use tickwheel::timer::Inline;
+    /// let builder = tickwheel::Timer::builder().executor(Inline);
+    /// # drop(builder);
+    /// ```
+    #[must_use]
+    pub fn executor<V: Send + 'static, X: Executor<V>>(self, executor: X) -> Builder<V, X> {
+        Builder {
+            tick: self.tick,
+            geometry: self.geometry,
+            shards: self.shards,
+            max_pending: self.max_pending,
+            thread_name: self.thread_name,
+            clock: self.clock,
+            executor,
+            on_undelivered: None,
+            _values: PhantomData,
+        }
+    }
+
+    /// Called with every value the timer cannot deliver: refused by the
+    /// executor, or still pending when the last handle is dropped. Runs on
+    /// the thread that found it (the driver, or the one dropping the
+    /// timer), never under a lock; if it panics, the panic is counted in
+    /// [`Stats::panicked`](super::Stats::panicked) and the value in [`Stats::dropped`](super::Stats::dropped).
+    ///
+    /// Without a hook such values are dropped (their `Drop` runs) and
+    /// counted in [`Stats::dropped`](super::Stats::dropped). Values still pending when the last
+    /// handle is dropped can then not be observed at all: set a hook, or
+    /// call [`Timer::shutdown`] first to get them back.
+    ///
+    /// ```
+    /// use tickwheel::timer::Task;
+    ///
+    /// let builder = tickwheel::Timer::builder()
+    ///     .on_undelivered(|lost: tickwheel::timer::Undelivered<Task>| eprintln!("{:?}", lost.why));
+    /// # drop(builder);
+    /// ```
+    #[must_use]
+    pub fn on_undelivered(mut self, hook: impl Fn(Undelivered<T>) + Send + Sync + 'static) -> Self {
+        self.on_undelivered = Some(Box::new(hook));
+        self
+    }
+
+    /// Starts the executor and the driver thread.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError`] if the tick or shard count is out of range, or a
+    /// thread cannot be spawned.
+    ///
+    /// ```
+    /// let timer = tickwheel::Timer::builder().build()?;
+    /// # drop(timer);
+    /// # Ok::<(), tickwheel::timer::BuildError>(())
+    /// ```
+    pub fn build(self) -> Result<Timer<T, E>, BuildError> {
+        let time = TimeSource::new(self.clock, self.tick)?;
+        let shards = match self.shards {
+            Some(n) if n == 0 || n > 1024 => return Err(BuildError::Shards(n)),
+            Some(n) => n.next_power_of_two(),
+            None => default_shards(),
+        };
+        self.executor.start()?;
+        let shared = Arc::new(Shared {
+            shards: (0..shards)
+                .map(|_| ShardCell::new(Wheel::with_geometry(self.geometry)))
+                .collect(),
+            next_wake: AtomicU64::new(0),
+            scanning: AtomicBool::new(true),
+            state: AtomicU8::new(RUNNING),
+            driver: Mutex::new(None),
+            time,
+            executor: self.executor,
+            max_pending: self.max_pending,
+            reserved: AtomicUsize::new(0),
+            counters: Counters::default(),
+            on_undelivered: self.on_undelivered,
+            passes: Passes::default(),
+        });
+        let driver = {
+            let shared = Arc::clone(&shared);
+            thread::Builder::new()
+                .name(self.thread_name)
+                .spawn(move || drive(&shared))?
+        };
+        Ok(Timer {
+            owner: Arc::new(Owner {
+                shared,
+                driver: Mutex::new(Some(driver)),
+            }),
+        })
+    }
+}
+
+#[cfg(not(all(loom, test)))]
+fn default_shards() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores * 4).next_power_of_two().min(1024)
+}
+
+#[cfg(all(loom, test))]
+fn default_shards() -> usize {
+    1
+}
+
+impl<T, E> fmt::Debug for Builder<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("tick", &self.tick)
+            .field("geometry", &self.geometry)
+            .field("shards", &self.shards)
+            .field("max_pending", &self.max_pending)
+            .field("thread_name", &self.thread_name)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,77 @@
+//! Ownership: every `Timer` clone shares one [`Owner`]; the first stop
+//! (shutdown, or dropping the last clone) stops and joins the driver and
+//! drains the wheels.
+
+use alloc::vec::Vec;
+use std::time::Instant;
+
+use super::builder::Why;
+use super::executor::Executor;
+use super::shard::{Shared, FINISHING, RUNNING};
+use super::sync::{thread, Arc, JoinHandle, Mutex, Ordering};
+use super::{Expired, TimerHandle};
+use crate::TimerKey;
+
+/// Owned by every `Timer` clone; dropping the last one stops the driver.
+pub(super) struct Owner<T: Send + 'static, E: Executor<T>> {
+    pub(super) shared: Arc<Shared<T, E>>,
+    pub(super) driver: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl<T: Send + 'static, E: Executor<T>> Owner<T, E> {
+    /// Moves the state to `how` (if still running), stops and joins the
+    /// driver, and returns what never fired. Only the first call does
+    /// anything; later ones return nothing.
+    pub(super) fn stop(&self, how: u8) -> Vec<(Instant, T)> {
+        let shared = &self.shared;
+        if shared
+            .state
+            .compare_exchange(RUNNING, how, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return Vec::new();
+        }
+        shared.unpark_driver();
+        #[cfg(all(feature = "test-util", not(all(loom, test))))]
+        {
+            // Wake `Timer::sync` callers: no pass may complete from now on.
+            let _completed = shared.passes.completed.lock();
+            shared.passes.done.notify_all();
+        }
+        let driver = self.driver.lock().take();
+        if let Some(driver) = driver {
+            // A task running inline can stop the timer from the driver
+            // thread itself; the driver then exits after this batch.
+            if driver.thread().id() != thread::current().id() {
+                let _ = driver.join();
+            }
+        }
+        if how == FINISHING {
+            shared.executor.flush();
+        }
+        shared.drain_all()
+    }
+}
+
+impl<T: Send + 'static, E: Executor<T>> Drop for Owner<T, E> {
+    fn drop(&mut self) {
+        for (deadline, value) in self.stop(super::shard::STOPPING) {
+            let fired = Expired {
+                key: DROPPED,
+                deadline,
+                value,
+            };
+            self.shared.undelivered(fired, Why::Dropped);
+        }
+    }
+}
+
+/// The handle reported for timers handed to the hook at drop: they have no
+/// timer left to cancel in, and it matches no shard.
+const DROPPED: TimerHandle = TimerHandle {
+    key: match TimerKey::from_bits(u64::MAX) {
+        Some(key) => key,
+        None => unreachable!(),
+    },
+    shard: u32::MAX,
+};

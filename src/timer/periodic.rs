@@ -1,0 +1,483 @@
+//! Repeating timers: fixed rate ([`Timer::schedule_repeating`],
+//! [`Timer::every`]) and fixed delay ([`Timer::with_fixed_delay`]), and the
+//! protocol that re-arms a fixed-delay timer when its run finishes.
+//!
+//! A repeating timer keeps one wheel entry and one handle for its whole
+//! life: each run is made by its factory (outside every lock) and the
+//! entry is re-armed in place.
+//!
+//! # Fixed rate
+//!
+//! Run `n` is due at `first + n × period`: the driver re-arms the entry as
+//! it takes the run, so the schedule never drifts. Runs are handed over on
+//! that grid whether or not earlier runs have finished, so on a pool with
+//! several workers a run that outlasts its period overlaps the next one
+//! (use fixed delay when runs must not overlap). [`MissedTicks`] says what
+//! happens when the driver falls behind.
+//!
+//! # Fixed delay: the run protocol
+//!
+//! The next run is due `delay` after the previous run *finished*, so the
+//! timer is re-armed by the run itself. Each run of a fixed-delay task
+//! carries a guard; when the run returns, panics, or is dropped unrun (an
+//! executor refused it), the guard re-arms the timer. All transitions
+//! happen under the timer's shard lock:
+//!
+//! | state | event | next state | wheel entry |
+//! |-------|-------|------------|-------------|
+//! | waiting at `d` | the driver takes the run at `d` | running | parked at `PARKED` (never due) |
+//! | waiting at `d` | `reset(d')` | waiting at `d'` | moved to `d'` |
+//! | running | `reset(d')` | running, next run at `d'` | stays parked |
+//! | running | the run's guard drops at time `f` | waiting at `d'` if a reset asked for it, else at `f + delay` | moved there |
+//! | any | `cancel` | gone | removed; a run in flight finishes, its guard finds a stale handle and does nothing |
+//! | any | shutdown | gone | drained; a running one is reported at its next run |
+//!
+//! So runs never overlap, even when a reset arrives mid-run, and a panic
+//! does not stop the timer (it is counted in `Stats::panicked`). The guard
+//! reads the clock before it locks: no clock or user code runs under the
+//! shard lock.
+//!
+//! The guard holds the timer's shared state. Pending fixed-delay timers
+//! thus keep it alive, a cycle that stopping the timer breaks: every stop
+//! (shutdown, or dropping the last handle) drains the wheels.
+
+use alloc::boxed::Box;
+use alloc::sync::Arc as StdArc;
+use core::time::Duration;
+
+use super::executor::{Executor, Task};
+use super::shard::Shared;
+use super::sync::Arc;
+use super::{ScheduleError, ScheduleErrorKind, Timer, TimerHandle};
+use crate::Tick;
+
+/// What a repeating timer does when runs were missed (the driver was busy
+/// or the machine asleep and one or more deadlines passed before it could
+/// run).
+///
+/// All three keep a fixed rate while nothing is missed: run `n` is due at
+/// `first + n × period`, with no drift.
+///
+/// ```
+/// use tickwheel::timer::MissedTicks;
+///
+/// assert_eq!(MissedTicks::default(), MissedTicks::Burst);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MissedTicks {
+    /// Run every missed run, back to back, until caught up; the schedule
+    /// stays `first + n × period`.
+    #[default]
+    Burst,
+    /// Run once now, then continue `period` after this run: the schedule
+    /// shifts later by the delay.
+    Delay,
+    /// Run once now, then skip to the next `first + n × period` still in the
+    /// future: the schedule stays on its grid, missed runs are dropped.
+    Skip,
+}
+
+/// A repeating timer's value factory, handed back by a refused
+/// [`Timer::schedule_repeating`].
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::timer::{Factory, MissedTicks};
+/// use tickwheel::Timer;
+///
+/// let (timer, _rx) = Timer::with_channel()?;
+/// timer.shutdown();
+/// let err = timer
+///     .schedule_repeating(Duration::ZERO, Duration::from_secs(1), MissedTicks::Skip, || "ping")
+///     .unwrap_err();
+/// let make: Factory<&str> = err.into_inner(); // the factory comes back
+/// assert_eq!(make(), "ping");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
+
+/// One timer's payload inside a wheel.
+pub(super) enum Job<T> {
+    Once(T),
+    Repeat(Box<Repeat<T>>),
+}
+
+/// Makes a run's value. Given the timer's handle when the run fires (a
+/// fixed-delay run needs it to re-arm), `None` when the value is handed
+/// back instead (cancel, shutdown, a refused schedule).
+pub(super) type Make<T> = StdArc<dyn Fn(Option<TimerHandle>) -> T + Send + Sync>;
+
+/// A repeating timer: how to make each run's value, and when the next run
+/// is due.
+pub(super) struct Repeat<T> {
+    pub(super) make: Make<T>,
+    pub(super) cadence: Cadence,
+}
+
+/// Where a fixed-delay timer waits while its run is in progress: never due.
+const PARKED: Tick = Tick::MAX;
+
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Cadence {
+    /// Run `runs` is due at `base + runs × period` (ticks).
+    Rate {
+        base: Tick,
+        runs: u64,
+        period: u64,
+        missed: MissedTicks,
+    },
+    /// The next run is due `delay` after the previous one finished.
+    Delay { delay_ticks: u64, run: DelayRun },
+}
+
+/// A fixed-delay timer's state (the table in the module docs).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum DelayRun {
+    Waiting,
+    /// A run is in progress since tick `fired`; a reset meanwhile asked for
+    /// the next run at `reset_to`.
+    Running {
+        fired: Tick,
+        reset_to: Option<Tick>,
+    },
+}
+
+impl Cadence {
+    /// The driver takes the run due at `deadline`, at a time between ticks
+    /// `now` (rounded down) and `now_up` (rounded up): where the entry
+    /// goes next.
+    pub(super) fn fire(&mut self, deadline: Tick, now: Tick, now_up: Tick) -> Tick {
+        match self {
+            Cadence::Rate {
+                base,
+                runs,
+                period,
+                missed,
+            } => match missed {
+                MissedTicks::Burst => {
+                    *runs += 1;
+                    base.saturating_add(runs.saturating_mul(*period))
+                }
+                MissedTicks::Skip => {
+                    *runs = (now.saturating_sub(*base) / *period).saturating_add(1);
+                    base.saturating_add(runs.saturating_mul(*period))
+                }
+                MissedTicks::Delay => {
+                    // On time: stay on the grid. Late: restart it a period
+                    // after this run (rounded up: never early).
+                    let on_grid = base.saturating_add((*runs + 1).saturating_mul(*period));
+                    if on_grid > now {
+                        *runs += 1;
+                        on_grid
+                    } else {
+                        *base = now_up.saturating_add(*period);
+                        *runs = 0;
+                        *base
+                    }
+                }
+            },
+            Cadence::Delay { run, .. } => {
+                let _ = deadline;
+                *run = DelayRun::Running {
+                    fired: now,
+                    reset_to: None,
+                };
+                PARKED
+            }
+        }
+    }
+
+    /// A reset asks for the next run at `deadline`: where the entry goes
+    /// now, or `None` if it stays parked until the run in progress ends.
+    pub(super) fn reset(&mut self, deadline: Tick) -> Option<Tick> {
+        match self {
+            Cadence::Rate { base, runs, .. } => {
+                *base = deadline;
+                *runs = 0;
+                Some(deadline)
+            }
+            Cadence::Delay {
+                run: DelayRun::Running { reset_to, .. },
+                ..
+            } => {
+                *reset_to = Some(deadline);
+                None
+            }
+            Cadence::Delay { .. } => Some(deadline),
+        }
+    }
+
+    /// A fixed-delay run ended; `after_delay` is `delay` after its end.
+    /// Where the entry goes, or `None` if no run was in progress (the
+    /// guard is not this timer's).
+    fn finish_run(&mut self, after_delay: Tick) -> Option<Tick> {
+        match self {
+            Cadence::Delay { run, .. } => match *run {
+                DelayRun::Running { reset_to, .. } => {
+                    *run = DelayRun::Waiting;
+                    Some(reset_to.unwrap_or(after_delay))
+                }
+                DelayRun::Waiting => None,
+            },
+            Cadence::Rate { .. } => None,
+        }
+    }
+
+    /// When the next run is due, given the entry's place in the wheel
+    /// (for a running fixed-delay timer: the earliest it can be).
+    pub(super) fn next_run(&self, wheel_deadline: Tick) -> Tick {
+        match *self {
+            Cadence::Delay {
+                delay_ticks,
+                run: DelayRun::Running { fired, reset_to },
+            } => reset_to.unwrap_or(fired.saturating_add(delay_ticks)),
+            _ => wheel_deadline,
+        }
+    }
+}
+
+impl<T> Job<T> {
+    pub(super) fn into_once(self) -> T {
+        match self {
+            Job::Once(value) => value,
+            Job::Repeat(_) => unreachable!("a one-shot schedule made a repeating job"),
+        }
+    }
+
+    pub(super) fn into_factory(self) -> Factory<T>
+    where
+        T: 'static,
+    {
+        match self {
+            Job::Repeat(repeat) => {
+                let make = repeat.make;
+                Box::new(move || make(None))
+            }
+            Job::Once(_) => unreachable!("a repeating schedule made a one-shot job"),
+        }
+    }
+}
+
+fn zero_period<T: 'static>(make: Make<T>) -> ScheduleError<Factory<T>> {
+    ScheduleError::new(ScheduleErrorKind::ZeroPeriod, Box::new(move || make(None)))
+}
+
+impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
+    /// Schedules a repeating timer: the first run after `first_delay`, then
+    /// every `period` at a fixed rate (run `n` is due at
+    /// `first + n × period`, no drift; the period rounds up to whole ticks);
+    /// `missed` says what happens when runs fall behind. `make` produces
+    /// each run's value (outside any lock; if it panics, that run is
+    /// skipped and counted in `Stats::panicked`).
+    ///
+    /// The handle stays valid across runs; [`cancel`](Self::cancel) stops
+    /// all future runs (a run already handed to the executor finishes) and
+    /// returns one more value from `make`. Runs are handed over on the
+    /// grid even if earlier ones are still running (see the module docs).
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule`](Self::schedule), handing `make` back as a boxed
+    /// factory; [`ScheduleErrorKind::ZeroPeriod`] for a zero `period`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::{Expired, MissedTicks};
+    /// use tickwheel::Timer;
+    ///
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let tx = std::sync::Mutex::new(tx);
+    /// let timer = Timer::builder()
+    ///     .executor(move |fired: Expired<&'static str>| tx.lock().unwrap().send(fired.value).unwrap())
+    ///     .build()?;
+    /// let beat = timer.schedule_repeating(
+    ///     Duration::from_millis(1),
+    ///     Duration::from_millis(1),
+    ///     MissedTicks::Skip,
+    ///     || "heartbeat",
+    /// )?;
+    /// assert_eq!(rx.recv()?, "heartbeat");
+    /// assert_eq!(rx.recv()?, "heartbeat");
+    /// timer.cancel(beat);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn schedule_repeating(
+        &self,
+        first_delay: Duration,
+        period: Duration,
+        missed: MissedTicks,
+        make: impl Fn() -> T + Send + Sync + 'static,
+    ) -> Result<TimerHandle, ScheduleError<Factory<T>>> {
+        let make: Make<T> = StdArc::new(move |_| make());
+        if period.is_zero() {
+            return Err(zero_period(make));
+        }
+        let shared = &self.owner.shared;
+        let first = shared.time.deadline_after(first_delay);
+        let job = Job::Repeat(Box::new(Repeat {
+            make,
+            cadence: Cadence::Rate {
+                base: first,
+                runs: 0,
+                period: shared.time.ticks_in(period),
+                missed,
+            },
+        }));
+        shared
+            .insert(first, job)
+            .map_err(|err| err.map(Job::into_factory))
+    }
+}
+
+impl<E: Executor<Task>> Timer<Task, E> {
+    /// Runs `task` every `period` at a fixed rate, the first time after
+    /// `first_delay` (a [`schedule_repeating`](Self::schedule_repeating) for
+    /// closures). A run that panics is counted; the next runs go on.
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule_repeating`](Self::schedule_repeating).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let beats = Arc::new(AtomicUsize::new(0));
+    /// let counter = Arc::clone(&beats);
+    /// let heartbeat = timer.every(Duration::ZERO, Duration::from_millis(1), MissedTicks::Skip, move || {
+    ///     counter.fetch_add(1, Ordering::Relaxed);
+    /// })?;
+    /// while beats.load(Ordering::Relaxed) < 3 {
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// timer.cancel(heartbeat);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn every(
+        &self,
+        first_delay: Duration,
+        period: Duration,
+        missed: MissedTicks,
+        task: impl Fn() + Send + Sync + 'static,
+    ) -> Result<TimerHandle, ScheduleError<Factory<Task>>> {
+        let task = StdArc::new(task);
+        self.schedule_repeating(first_delay, period, missed, move || {
+            let task = StdArc::clone(&task);
+            Box::new(move || task()) as Task
+        })
+    }
+
+    /// Runs `task` repeatedly with a fixed *delay*: the first time after
+    /// `first_delay`, then each time `delay` after the previous run
+    /// *finished* (never less, whatever the tick). Runs never overlap: a
+    /// slow run pushes the next one back, and a [`reset`](Self::reset)
+    /// during a run moves the run after it (to the reset's deadline, or at
+    /// once when the run ends if that has passed). A run that panics is
+    /// counted in `Stats::panicked` and the next run comes as usual. The
+    /// handle stays valid; [`cancel`](Self::cancel) stops future runs.
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule_repeating`](Self::schedule_repeating), including
+    /// [`ScheduleErrorKind::ZeroPeriod`] for a zero `delay`.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let polls = Arc::new(AtomicUsize::new(0));
+    /// let counter = Arc::clone(&polls);
+    /// let poller = timer.with_fixed_delay(Duration::ZERO, Duration::from_millis(1), move || {
+    ///     counter.fetch_add(1, Ordering::Relaxed);
+    /// })?;
+    /// while polls.load(Ordering::Relaxed) < 3 {
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// timer.cancel(poller);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn with_fixed_delay(
+        &self,
+        first_delay: Duration,
+        delay: Duration,
+        task: impl Fn() + Send + Sync + 'static,
+    ) -> Result<TimerHandle, ScheduleError<Factory<Task>>> {
+        let shared = &self.owner.shared;
+        let task = StdArc::new(task);
+        // The run re-arms through the shared state; see the module docs for
+        // why holding it here is not a leak.
+        let rearm_via = Arc::clone(shared);
+        let make: Make<Task> = StdArc::new(move |fired: Option<TimerHandle>| {
+            let task = StdArc::clone(&task);
+            match fired {
+                Some(handle) => {
+                    let guard = RearmOnDrop {
+                        shared: Arc::clone(&rearm_via),
+                        handle,
+                        delay,
+                    };
+                    Box::new(move || {
+                        let _guard = guard;
+                        task();
+                    }) as Task
+                }
+                None => Box::new(move || task()) as Task,
+            }
+        });
+        if delay.is_zero() {
+            return Err(zero_period(make));
+        }
+        let first = shared.time.deadline_after(first_delay);
+        let job = Job::Repeat(Box::new(Repeat {
+            make,
+            cadence: Cadence::Delay {
+                delay_ticks: shared.time.ticks_in(delay),
+                run: DelayRun::Waiting,
+            },
+        }));
+        shared
+            .insert(first, job)
+            .map_err(|err| err.map(Job::into_factory))
+    }
+}
+
+/// Carried by each fixed-delay run: re-arms its timer when the run ends,
+/// however it ends (returned, panicked, or dropped unrun).
+struct RearmOnDrop<T: Send + 'static, E: Executor<T>> {
+    shared: Arc<Shared<T, E>>,
+    handle: TimerHandle,
+    delay: Duration,
+}
+
+impl<T: Send + 'static, E: Executor<T>> Drop for RearmOnDrop<T, E> {
+    fn drop(&mut self) {
+        self.shared.rearm_after_run(self.handle, self.delay);
+    }
+}
+
+impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
+    /// A fixed-delay run ended now: re-arm its timer (the last row but two
+    /// of the table in the module docs).
+    fn rearm_after_run(&self, handle: TimerHandle, delay: Duration) {
+        // Read the clock before locking: `Clock` is user code.
+        let after_delay = self.time.deadline_after(delay);
+        let Some((_, mut wheel)) = self.lock(handle) else {
+            return;
+        };
+        let next = match wheel.get_mut(handle.key) {
+            Some(Job::Repeat(repeat)) => repeat.cadence.finish_run(after_delay),
+            _ => None,
+        };
+        let Some(next) = next else {
+            return;
+        };
+        wheel.reset(handle.key, next);
+        drop(wheel);
+        self.wake_if_earlier(next);
+    }
+}

@@ -1,0 +1,188 @@
+//! [`ThreadPool`]: the default executor, a fixed set of worker threads fed
+//! by a crossbeam channel. Its threads, locks and counters come from the
+//! sync facade, so loom models run it too.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::panic::AssertUnwindSafe;
+use std::io;
+use std::panic::catch_unwind;
+
+use super::executor::{Executor, Rejected, Task};
+use super::sync::channel::{self, Receiver, Sender};
+use super::sync::{thread, Arc, AtomicU64, Condvar, JoinHandle, Mutex, Ordering, ThreadId};
+use super::Expired;
+
+/// A fixed pool of worker threads that run fired [`Task`]s, fed by a
+/// crossbeam channel. A slow task occupies one worker; the driver and the
+/// other workers carry on, so it never delays other timers' firing.
+///
+/// A task that panics is caught, counted, and the worker keeps going.
+/// Dropping the pool (with the timer's last handle) lets the workers finish
+/// what is queued, then joins them.
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::timer::ThreadPool;
+/// use tickwheel::Timer;
+///
+/// let timer = Timer::builder().executor(ThreadPool::new(4)).build()?;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// timer.schedule(Duration::from_millis(1), Box::new(move || tx.send(1).unwrap()))?;
+/// assert_eq!(rx.recv_timeout(Duration::from_secs(5))?, 1);
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+pub struct ThreadPool {
+    threads: usize,
+    name: String,
+    sender: Mutex<Option<Sender<Task>>>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    state: Arc<PoolState>,
+}
+
+#[derive(Default)]
+struct PoolState {
+    /// Tasks sent and not yet finished, for `flush`.
+    outstanding: Mutex<usize>,
+    idle: Condvar,
+    panicked: AtomicU64,
+    worker_ids: Mutex<Vec<ThreadId>>,
+}
+
+impl ThreadPool {
+    /// A pool of `threads` workers (at least one), started when the timer is
+    /// built.
+    ///
+    /// ```
+    /// let pool = tickwheel::timer::ThreadPool::new(2);
+    /// # drop(pool);
+    /// ```
+    pub fn new(threads: usize) -> Self {
+        ThreadPool {
+            threads: threads.max(1),
+            name: String::from("tickwheel-worker"),
+            sender: Mutex::new(None),
+            workers: Mutex::new(Vec::new()),
+            state: Arc::default(),
+        }
+    }
+
+    /// Names the worker threads `{name}-{i}`.
+    ///
+    /// ```
+    /// let pool = tickwheel::timer::ThreadPool::new(2).name("orders");
+    /// # drop(pool);
+    /// ```
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    fn spawn(&self, receiver: &Receiver<Task>) -> io::Result<Vec<JoinHandle<()>>> {
+        (0..self.threads)
+            .map(|i| {
+                let receiver = receiver.clone();
+                let state = Arc::clone(&self.state);
+                thread::Builder::new()
+                    .name(format!("{}-{i}", self.name))
+                    .spawn(move || work(&receiver, &state))
+            })
+            .collect()
+    }
+}
+
+fn work(receiver: &Receiver<Task>, state: &PoolState) {
+    state.worker_ids.lock().push(thread::current().id());
+    for task in receiver.iter() {
+        if catch_unwind(AssertUnwindSafe(task)).is_err() {
+            state.panicked.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut outstanding = state.outstanding.lock();
+        *outstanding -= 1;
+        if *outstanding == 0 {
+            state.idle.notify_all();
+        }
+    }
+}
+
+impl Default for ThreadPool {
+    /// Two workers: enough that one slow task does not stall the rest.
+    fn default() -> Self {
+        ThreadPool::new(2)
+    }
+}
+
+impl Executor<Task> for ThreadPool {
+    fn start(&self) -> io::Result<()> {
+        let mut sender = self.sender.lock();
+        if sender.is_some() {
+            return Ok(());
+        }
+        let (tx, rx) = channel::unbounded();
+        *self.workers.lock() = self.spawn(&rx)?;
+        *sender = Some(tx);
+        Ok(())
+    }
+
+    fn execute(&self, fired: Expired<Task>) -> Result<(), Rejected<Task>> {
+        let sender = self.sender.lock();
+        let Some(sender) = sender.as_ref() else {
+            return Err(Rejected(fired));
+        };
+        *self.state.outstanding.lock() += 1;
+        let Expired {
+            key,
+            deadline,
+            value,
+        } = fired;
+        sender.send(value).map_err(|err| {
+            *self.state.outstanding.lock() -= 1;
+            Rejected(Expired {
+                key,
+                deadline,
+                value: err.into_inner(),
+            })
+        })
+    }
+
+    fn flush(&self) {
+        let mut outstanding = self.state.outstanding.lock();
+        while *outstanding > 0 {
+            outstanding = self.state.idle.wait(outstanding);
+        }
+    }
+
+    fn panics(&self) -> u64 {
+        self.state.panicked.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for ThreadPool {
+    fn drop(&mut self) {
+        // Closing the channel lets the workers drain it and exit.
+        drop(self.sender.lock().take());
+        let me = thread::current().id();
+        let on_worker = self.state.worker_ids.lock().contains(&me);
+        for worker in self.workers.lock().drain(..) {
+            // A task that drops the last timer handle runs on a worker; that
+            // worker cannot join itself and exits on its own.
+            if on_worker && worker.thread().id() == me {
+                continue;
+            }
+            let _ = worker.join();
+        }
+    }
+}
+
+impl fmt::Debug for ThreadPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadPool")
+            .field("threads", &self.threads)
+            .field("name", &self.name)
+            .field("outstanding", &*self.state.outstanding.lock())
+            .finish()
+    }
+}

@@ -1,0 +1,268 @@
+//! The state every handle, the driver and running tasks share: the
+//! sharded wheels, the timer's lifecycle, the driver's wake tick, the
+//! executor and the counters.
+//!
+//! # Ground rules
+//!
+//! **Shards.** The timers live in `S` shards (a power of two, 4 per core by
+//! default). A shard is a `Mutex` around one `Wheel`, and every access to a
+//! wheel is under its shard's lock. Each thread schedules into a *home*
+//! shard of its own (assigned round-robin at its first schedule), so
+//! threads do not contend; a [`TimerHandle`] records its shard, and cancel
+//! and reset lock that one. There is no global lock.
+//!
+//! **Only the driver moves a wheel's time**, and no user code (executors,
+//! tasks, value factories, hooks) ever runs under a shard lock: whoever
+//! takes timers out collects them, unlocks, then calls out.
+//!
+//! **Fire or cancel: exactly one wins.** Both take the timer out of its
+//! wheel under the shard lock; a `cancel` that finds it gone returns `None`
+//! (fired or firing).
+//!
+//! **Lifecycle** (`Shared::state`):
+//!
+//! | state | entered by | schedules | driver |
+//! |-------|------------|-----------|--------|
+//! | `RUNNING` | `build` | accepted | fires what is due, sleeps until the next |
+//! | `FINISHING` | `shutdown_graceful` (from `RUNNING`) | refused with `Shutdown` | one last pass firing what is due, then exits |
+//! | `STOPPING` | `shutdown` or dropping the last handle (from `RUNNING`) | refused with `Shutdown` | exits at its next check |
+//!
+//! Only `RUNNING` moves on, and only once (a compare-exchange), so one
+//! caller drains. Schedulers read the state *under the shard lock*, so
+//! every schedule either lands before that shard is drained (and is
+//! returned by the drain) or sees the new state and gets its value back.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::panic::AssertUnwindSafe;
+use std::panic::catch_unwind;
+use std::time::Instant;
+
+use super::builder::{Undelivered, UndeliveredHook, Why};
+use super::driver::Passes;
+use super::executor::Executor;
+use super::periodic::Job;
+use super::stats::Counters;
+use super::sync::{
+    AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Mutex, MutexGuard, Ordering, Thread,
+};
+use super::time::TimeSource;
+use super::{Expired, ScheduleError, ScheduleErrorKind, TimerHandle};
+use crate::{Tick, Wheel};
+
+/// `Shared::state`: accepting schedules.
+pub(super) const RUNNING: u8 = 0;
+/// Graceful shutdown: the driver fires what is due, then exits.
+pub(super) const FINISHING: u8 = 1;
+/// The driver exits at its next check.
+pub(super) const STOPPING: u8 = 2;
+
+/// A shard's wheel.
+pub(super) type Shard<T> = Wheel<Job<T>>;
+
+/// A shard and its counters (written under its lock, read without it).
+/// Aligned to its own cache lines so that threads working on neighbouring
+/// shards do not share a line.
+#[repr(align(128))]
+pub(super) struct ShardCell<T> {
+    pub(super) lock: Mutex<Shard<T>>,
+    pub(super) pending: AtomicUsize,
+    pub(super) scheduled: AtomicU64,
+    pub(super) cancelled: AtomicU64,
+}
+
+impl<T> ShardCell<T> {
+    pub(super) fn new(wheel: Shard<T>) -> Self {
+        ShardCell {
+            lock: Mutex::new(wheel),
+            pending: AtomicUsize::new(0),
+            scheduled: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
+        }
+    }
+
+    /// Publishes the wheel's length; call under the lock after a change.
+    #[inline]
+    pub(super) fn publish_len(&self, wheel: &Shard<T>) {
+        self.pending.store(wheel.len(), Ordering::Relaxed);
+    }
+
+    /// Adds one to a counter only this shard's lock holder writes: a plain
+    /// load and store, no read-modify-write.
+    #[inline]
+    pub(super) fn bump(counter: &AtomicU64) {
+        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+}
+
+pub(super) struct Shared<T, E> {
+    pub(super) shards: Box<[ShardCell<T>]>,
+    /// The tick the driver will wake by (the protocol is in `driver.rs`).
+    pub(super) next_wake: AtomicU64,
+    /// The driver is scanning the shards: its wake tick will include any
+    /// deadline lowered into `next_wake` meanwhile.
+    pub(super) scanning: AtomicBool,
+    /// `RUNNING`, `FINISHING` or `STOPPING` (table above).
+    pub(super) state: AtomicU8,
+    /// The driver thread, for unparking; set by the driver as it starts.
+    pub(super) driver: Mutex<Option<Thread>>,
+    pub(super) time: TimeSource,
+    pub(super) executor: E,
+    pub(super) max_pending: Option<usize>,
+    /// Pending timers counted against `max_pending` (only when it is set).
+    pub(super) reserved: AtomicUsize,
+    pub(super) counters: Counters,
+    pub(super) on_undelivered: Option<UndeliveredHook<T>>,
+    pub(super) passes: Passes,
+}
+
+impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
+    /// The shard of `handle`, locked; `None` for a handle of no shard here.
+    #[inline]
+    pub(super) fn lock(
+        &self,
+        handle: TimerHandle,
+    ) -> Option<(&ShardCell<T>, MutexGuard<'_, Shard<T>>)> {
+        let cell = self.shards.get(handle.shard as usize)?;
+        Some((cell, cell.lock.lock()))
+    }
+
+    /// Files `job` at `deadline` in this thread's home shard.
+    pub(super) fn insert(
+        &self,
+        deadline: Tick,
+        job: Job<T>,
+    ) -> Result<TimerHandle, ScheduleError<Job<T>>> {
+        if let Some(max) = self.max_pending {
+            if self.reserved.fetch_add(1, Ordering::Relaxed) >= max {
+                self.reserved.fetch_sub(1, Ordering::Relaxed);
+                return Err(ScheduleError::new(ScheduleErrorKind::Full, job));
+            }
+        }
+        let index = home_shard(self.shards.len());
+        let cell = &self.shards[index];
+        let key = {
+            let mut wheel = cell.lock.lock();
+            if self.state.load(Ordering::SeqCst) != RUNNING {
+                drop(wheel);
+                self.release_reservation(1);
+                return Err(ScheduleError::new(ScheduleErrorKind::Shutdown, job));
+            }
+            match wheel.try_insert(deadline, job) {
+                Ok(key) => {
+                    ShardCell::<T>::bump(&cell.scheduled);
+                    cell.publish_len(&wheel);
+                    key
+                }
+                Err(full) => {
+                    drop(wheel);
+                    self.release_reservation(1);
+                    return Err(ScheduleError::new(
+                        ScheduleErrorKind::Full,
+                        full.into_inner(),
+                    ));
+                }
+            }
+        };
+        self.wake_if_earlier(deadline);
+        Ok(TimerHandle {
+            key,
+            shard: index as u32,
+        })
+    }
+
+    /// After filing a timer at `deadline` (and unlocking): make sure the
+    /// driver wakes by then. Why this is enough is in `driver.rs`; the
+    /// plain load keeps the common case (a later deadline) free of writes
+    /// to the shared line.
+    #[inline]
+    pub(super) fn wake_if_earlier(&self, deadline: Tick) {
+        if deadline < self.next_wake.load(Ordering::SeqCst)
+            && deadline < self.next_wake.fetch_min(deadline, Ordering::SeqCst)
+            && !self.scanning.load(Ordering::SeqCst)
+        {
+            self.unpark_driver();
+        }
+    }
+
+    pub(super) fn unpark_driver(&self) {
+        if let Some(driver) = self.driver.lock().as_ref() {
+            driver.unpark();
+        }
+    }
+
+    pub(super) fn release_reservation(&self, n: usize) {
+        if self.max_pending.is_some() {
+            self.reserved.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Hands a value that cannot be delivered to the hook, or drops it and
+    /// counts it in `Stats::dropped`.
+    pub(super) fn undelivered(&self, fired: Expired<T>, why: Why) {
+        let Some(hook) = &self.on_undelivered else {
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        if catch_unwind(AssertUnwindSafe(|| hook(Undelivered { fired, why }))).is_err() {
+            self.counters.panicked.fetch_add(1, Ordering::Relaxed);
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes every timer out of every shard, as `(deadline, value)`. Value
+    /// factories run after the locks are released; one that panics loses
+    /// that value, which is counted in `Stats::panicked` and `dropped`.
+    pub(super) fn drain_all(&self) -> Vec<(Instant, T)> {
+        let mut jobs = Vec::new();
+        for cell in self.shards.iter() {
+            let mut wheel = cell.lock.lock();
+            jobs.extend(wheel.drain());
+            cell.publish_len(&wheel);
+        }
+        self.release_reservation(jobs.len());
+        jobs.into_iter()
+            .filter_map(|(deadline, job)| {
+                let (deadline, value) = match job {
+                    Job::Once(value) => (deadline, value),
+                    Job::Repeat(repeat) => {
+                        let deadline = repeat.cadence.next_run(deadline);
+                        match catch_unwind(AssertUnwindSafe(|| (repeat.make)(None))) {
+                            Ok(value) => (deadline, value),
+                            Err(_) => {
+                                self.counters.panicked.fetch_add(1, Ordering::Relaxed);
+                                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                                return None;
+                            }
+                        }
+                    }
+                };
+                Some((self.time.instant_of(deadline), value))
+            })
+            .collect()
+    }
+}
+
+/// The shard a thread schedules into: its own, assigned round-robin the
+/// first time it schedules (so threads rarely share one).
+#[cfg(not(all(loom, test)))]
+fn home_shard(shards: usize) -> usize {
+    use core::cell::Cell;
+    // Not a synchronisation primitive: a counter that only spreads threads.
+    use core::sync::atomic::AtomicUsize as Spread;
+    static NEXT: Spread = Spread::new(0);
+    std::thread_local!(static HOME: Cell<usize> = const { Cell::new(usize::MAX) });
+    let home = HOME.with(|home| {
+        if home.get() == usize::MAX {
+            home.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        home.get()
+    });
+    home & (shards - 1)
+}
+
+/// loom models run one shard.
+#[cfg(all(loom, test))]
+fn home_shard(_shards: usize) -> usize {
+    0
+}
