@@ -222,7 +222,7 @@ fn run(options: &Options) -> Result<bool, Box<dyn core::error::Error>> {
             last = Instant::now();
             let stats = timer.stats();
             println!(
-                "  t={:>5.1}s pending {:>8}  paid {:>8}  auto-closed {:>8}  driver lateness p99 {:?}",
+                "  t={:>5.1}s pending {:>8}  paid {:>8}  auto-closed {:>8}  driver lateness p99 <= {:?} (histogram bound)",
                 start.elapsed().as_secs_f64(),
                 stats.pending,
                 counters.paid.load(Ordering::Relaxed),

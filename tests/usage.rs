@@ -8,16 +8,13 @@ use alloc::sync::Arc;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use core::time::Duration;
 use std::sync::Mutex;
-use std::time::Instant;
 
-use tickwheel::timer::{
-    BuildError, Clock, Inline, ManualClock, Receiver, ScheduleErrorKind, Undelivered, Why,
-};
+use tickwheel::timer::{BuildError, Clock, Inline, ManualClock, Receiver, Undelivered, Why};
 use tickwheel::Timer;
 
 const MS: Duration = Duration::from_millis(1);
 
-type AnyError = Box<dyn std::error::Error + Send + Sync>;
+type AnyError = Box<dyn core::error::Error + Send + Sync>;
 
 /// A bare closure schedules without `Box::new`, and a refused one converts
 /// with `?` into the `Send + Sync` error type that anyhow and friends need.

@@ -1,10 +1,12 @@
-//! Models of every cross-thread protocol of the driver (see the ground
-//! rules in `driver/mod.rs`): cancel against fire, an earlier insert
-//! against a driver going to sleep, reset against fire, shutdown against
-//! schedule.
+//! Models of every cross-thread protocol of the std layer: cancel against
+//! fire and reset against fire (`shard.rs`), an earlier insert against a
+//! driver going to sleep (`driver.rs`), shutdown against schedule
+//! (`shard.rs`, `owner.rs`), and the fixed-delay run protocol
+//! (`periodic.rs`): a first run against its own schedule, and a cancel
+//! against a run in flight on the thread pool.
 //!
 //! Each body runs under loom's model checker with
-//! `RUSTFLAGS="--cfg loom" cargo test --lib --release driver::models`, which
+//! `RUSTFLAGS="--cfg loom" cargo test --lib timer::models`, which
 //! explores the thread interleavings (bounded by `LOOM_MAX_PREEMPTIONS`,
 //! 3 by default here), and as a plain unit test otherwise.
 
@@ -12,7 +14,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::sync::{thread, Arc, AtomicUsize, Mutex, Ordering};
-use super::{Expired, ManualClock, Timer};
+use super::{Expired, Inline, ManualClock, Task, ThreadPool, Timer};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -42,18 +44,18 @@ fn model(body: impl Fn() + Sync + Send + 'static) {
 /// A timer on a manual clock whose executor records what fires.
 struct Harness {
     clock: ManualClock,
-    timer: Timer<u32, Recorder>,
+    timer: Timer<u32, RecordingExecutor>,
     fired: Arc<Mutex<Vec<u32>>>,
 }
 
-struct Recorder {
+struct RecordingExecutor {
     fired: Arc<Mutex<Vec<u32>>>,
     count: Arc<AtomicUsize>,
     /// Unparked after every fire (the thread that built the harness).
     waiter: thread::Thread,
 }
 
-impl super::Executor<u32> for Recorder {
+impl super::Executor<u32> for RecordingExecutor {
     fn execute(&self, fired: Expired<u32>) -> Result<(), super::Rejected<u32>> {
         self.fired.lock().push(fired.value);
         self.count.fetch_add(1, Ordering::SeqCst);
@@ -70,7 +72,7 @@ impl Harness {
         let timer = Timer::builder()
             .clock(clock.clone())
             .shards(1)
-            .executor(Recorder {
+            .executor(RecordingExecutor {
                 fired: Arc::clone(&fired),
                 count: Arc::clone(&count),
                 waiter: thread::current(),
@@ -89,6 +91,26 @@ impl Harness {
 
     fn fired(&self) -> Vec<u32> {
         self.fired.lock().clone()
+    }
+}
+
+/// Parks until `done()`; each fire unparks this thread. Under loom a lost
+/// wake-up leaves every thread parked, which loom reports as a deadlock;
+/// run normally, a lost wake-up fails after 10 s instead of hanging.
+fn wait_until(done: impl Fn() -> bool, what: &str) {
+    #[cfg(not(all(loom, test)))]
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        #[cfg(not(all(loom, test)))]
+        {
+            assert!(std::time::Instant::now() < give_up, "{what}");
+            thread::park_timeout(Duration::from_millis(10));
+        }
+        #[cfg(all(loom, test))]
+        {
+            let _ = what;
+            thread::park();
+        }
     }
 }
 
@@ -133,9 +155,7 @@ fn earlier_insert_against_a_driver_going_to_sleep() {
             timer.schedule(Duration::ZERO, 2).expect("near");
         });
         inserter.join().expect("inserter");
-        while count.load(Ordering::SeqCst) == 0 {
-            thread::park();
-        }
+        wait_until(|| count.load(Ordering::SeqCst) > 0, "the early timer never fired");
         assert_eq!(h.fired(), [2]);
         h.timer.shutdown();
     });
@@ -179,5 +199,68 @@ fn shutdown_against_schedule() {
             }
         }
         assert!(h.fired().is_empty());
+    });
+}
+
+/// A fixed-delay timer due at once: its first run (on the driver) races the
+/// `with_fixed_delay` call that schedules it. Whatever the order, the run
+/// re-arms the timer, and the second run comes one delay later. (On the
+/// old code the run could miss its own handle and stop the timer: a lost
+/// second run, a deadlock here.)
+#[test]
+fn fixed_delay_rearm_against_the_first_run() {
+    model(|| {
+        let clock = ManualClock::new();
+        let timer = Timer::builder()
+            .clock(clock.clone())
+            .shards(1)
+            .executor(Inline)
+            .build()
+            .expect("timer");
+        let runs = Arc::new(AtomicUsize::new(0));
+        let (counter, waiter) = (Arc::clone(&runs), thread::current());
+        let handle = timer
+            .with_fixed_delay(Duration::ZERO, MS, move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                waiter.unpark();
+            })
+            .expect("schedule");
+        wait_until(|| runs.load(Ordering::SeqCst) >= 1, "no first run");
+        clock.advance(MS);
+        wait_until(|| runs.load(Ordering::SeqCst) >= 2, "the timer stopped after its first run");
+        assert!(timer.cancel(handle).is_some());
+        assert!(timer.shutdown().is_empty());
+    });
+}
+
+/// A cancel races a fixed-delay run in flight on the thread pool. The
+/// cancel wins (the timer is always pending between runs), the run in
+/// flight may finish, but its re-arm must not bring the timer back, and
+/// no further run starts.
+#[test]
+fn cancel_against_a_fixed_delay_run_in_flight() {
+    model(|| {
+        let clock = ManualClock::new();
+        let timer: Timer<Task, ThreadPool> = Timer::builder()
+            .clock(clock.clone())
+            .shards(1)
+            .executor(ThreadPool::new(1))
+            .build()
+            .expect("timer");
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&runs);
+        let handle = timer
+            .with_fixed_delay(Duration::ZERO, MS, move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            })
+            .expect("schedule");
+        assert!(timer.cancel(handle).is_some(), "a fixed-delay timer is pending between runs");
+        clock.advance(MS);
+        // Fires what is due, waits for the pool, then drains: a re-armed
+        // timer would come back here.
+        let unfired = timer.shutdown_graceful();
+        assert!(unfired.is_empty(), "the cancelled timer came back");
+        assert!(runs.load(Ordering::SeqCst) <= 1);
+        assert!(!timer.is_pending(handle));
     });
 }
