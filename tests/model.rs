@@ -1,50 +1,23 @@
 //! Random operation sequences on `Wheel` against a reference model, a
 //! `BTreeMap<(effective deadline, seq), _>`, on geometries from 2 slots × 1
 //! level to the default. Asserts exact equality of what fires, in what order,
-//! with what deadline, and of `len`, `get`, `deadline` and `iter` throughout.
+//! with what deadline and key, and of `len`, `get`, `deadline` and `iter`.
+//!
+//! This file only chooses the operations: they and the interpreter that
+//! checks them (`support/ops.rs`) are shared with the fuzz target.
 
 extern crate alloc;
 
 use proptest::prelude::*;
-use tickwheel::{Geometry, Tick, TimerKey, Wheel};
+use tickwheel::Geometry;
 
+// The interpreter is shared with the fuzz target; `ops` reaches the model
+// as `super::model`, so both are declared here, at the crate root.
 #[path = "support/model.rs"]
-mod support_model;
-use support_model::Model;
-
-/// A deadline or a time step, relative to the current time, chosen to hit
-/// slot and level boundaries, the overflow list, the past and `u64::MAX`.
-#[derive(Debug, Clone)]
-enum When {
-    Near(u64),
-    Mid(u64),
-    Boundary(u32, i8),
-    Far(u64),
-    Absolute(u64),
-    Past(u64),
-    Max,
-    /// A deadline used before, exactly: ties are where ordering bugs live.
-    Repeat(usize),
-}
-
-impl When {
-    fn resolve(&self, now: Tick, used: &[Tick]) -> Tick {
-        match *self {
-            When::Repeat(i) if !used.is_empty() => used[i % used.len()],
-            When::Repeat(_) => now,
-            When::Near(d) | When::Mid(d) | When::Far(d) => now.saturating_add(d),
-            When::Boundary(bit, offset) => {
-                let step = 1u64 << bit;
-                // The next multiple of 2^bit, nudged by -1, 0 or +1.
-                let boundary = (now | (step - 1)).saturating_add(1);
-                boundary.saturating_add_signed(offset as i64)
-            }
-            When::Absolute(t) => t,
-            When::Past(d) => now.saturating_sub(d),
-            When::Max => u64::MAX,
-        }
-    }
-}
+mod model;
+#[path = "support/ops.rs"]
+mod ops;
+use ops::{Checker, Op, When};
 
 fn when() -> impl Strategy<Value = When> {
     prop_oneof![
@@ -76,27 +49,6 @@ fn step() -> impl Strategy<Value = When> {
     ]
 }
 
-#[derive(Debug, Clone)]
-enum Op {
-    Insert(When),
-    /// Index into every key ever issued (stale ones included).
-    Cancel(usize),
-    /// Insert `n` timers at one deadline, then cancel them in order: more
-    /// cancels in a row than a batch of deferred unlinks holds.
-    InsertThenCancel(When, usize),
-    Reset(usize, When),
-    /// One `poll`.
-    Poll(When),
-    /// `advance`, consuming at most `limit` timers (partial iteration).
-    Advance(When, Option<usize>),
-    /// Read-only checks on one key.
-    Inspect(usize),
-    /// `peek`, then take the timer (`true`) or re-arm it at a new deadline.
-    Peek(When, bool, When),
-    Drain,
-    Clear,
-}
-
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         10 => when().prop_map(Op::Insert),
@@ -107,202 +59,41 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (step(), proptest::option::of(0usize..6)).prop_map(|(w, l)| Op::Advance(w, l)),
         2 => any::<usize>().prop_map(Op::Inspect),
         3 => (step(), any::<bool>(), when()).prop_map(|(s, t, w)| Op::Peek(s, t, w)),
+        2 => Just(Op::PollNext),
         1 => Just(Op::Drain),
         1 => Just(Op::Clear),
     ]
 }
 
-fn run(geometry: Geometry, ops: &[Op]) -> Result<(), TestCaseError> {
-    let mut wheel: Wheel<u32> = Wheel::with_geometry(geometry);
-    let mut model = Model::default();
-    let mut keys: Vec<(TimerKey, u32)> = Vec::new();
-    let mut next_value = 0u32;
-    // Every deadline and time given so far, for `When::Repeat`.
-    let mut used: Vec<Tick> = Vec::new();
-    let mut resolve = |when: &When, now: Tick| {
-        let tick = when.resolve(now, &used);
-        used.push(tick);
-        tick
-    };
-
+/// Applies `ops` to a fresh wheel and the model, then lets time run out.
+fn run(geometry: Geometry, ops: &[Op]) -> Result<(), String> {
+    let mut checker = Checker::new(geometry);
     for op in ops {
-        match op {
-            Op::Insert(when) => {
-                let deadline = resolve(when, model.now);
-                let key = wheel.insert(deadline, next_value);
-                model.insert(deadline, next_value);
-                keys.push((key, next_value));
-                next_value += 1;
-            }
-            Op::Cancel(i) if !keys.is_empty() => {
-                let (key, value) = keys[i % keys.len()];
-                prop_assert_eq!(wheel.cancel(key), model.cancel(value), "cancel {:?}", key);
-            }
-            Op::InsertThenCancel(when, n) => {
-                let deadline = resolve(when, model.now);
-                let first = keys.len();
-                for _ in 0..*n {
-                    keys.push((wheel.insert(deadline, next_value), next_value));
-                    model.insert(deadline, next_value);
-                    next_value += 1;
-                }
-                for &(key, value) in &keys[first..] {
-                    prop_assert_eq!(wheel.cancel(key), model.cancel(value), "cancel {:?}", key);
-                }
-            }
-            Op::Reset(i, when) if !keys.is_empty() => {
-                let (key, value) = keys[i % keys.len()];
-                let deadline = resolve(when, model.now);
-                prop_assert_eq!(wheel.reset(key, deadline), model.reset(value, deadline));
-            }
-            Op::Poll(step) => {
-                let now = resolve(step, model.now);
-                let got = wheel.poll(now).map(|e| (e.deadline, e.value));
-                prop_assert_eq!(got, model.poll(now), "poll({})", now);
-            }
-            Op::Advance(step, limit) => {
-                let now = resolve(step, model.now);
-                let got: Vec<_> = wheel
-                    .advance(now)
-                    .take(limit.unwrap_or(usize::MAX))
-                    .map(|e| (e.deadline, e.value))
-                    .collect();
-                model.now = model.now.max(now);
-                let mut want = Vec::new();
-                while want.len() < limit.unwrap_or(usize::MAX) {
-                    match model.poll(now) {
-                        Some(fired) => want.push(fired),
-                        None => break,
-                    }
-                }
-                prop_assert_eq!(got, want, "advance({}) limit {:?}", now, limit);
-            }
-            Op::Inspect(i) if !keys.is_empty() => {
-                let (key, value) = keys[i % keys.len()];
-                let pending = model.pending.get(&value);
-                prop_assert_eq!(wheel.contains(key), pending.is_some());
-                prop_assert_eq!(wheel.get(key).copied(), pending.map(|_| value));
-                prop_assert_eq!(wheel.deadline(key), pending.map(|p| p.1));
-            }
-            Op::Peek(step, take, rearm) => {
-                let now = resolve(step, model.now);
-                wheel.set_now(now);
-                let peeked = wheel.peek();
-                model.now = model.now.max(now);
-                let head = model
-                    .queue
-                    .iter()
-                    .next()
-                    .filter(|(at, _)| at.0 <= model.now);
-                let want = head.map(|(_, &v)| (v, model.pending[&v].1));
-                let got = peeked.map(|(key, deadline)| (*wheel.get(key).unwrap(), deadline));
-                prop_assert_eq!(got, want, "peek({})", now);
-                if let Some((key, _)) = peeked {
-                    let value = got.unwrap().0;
-                    if *take {
-                        prop_assert_eq!(wheel.cancel(key), model.cancel(value));
-                    } else {
-                        let deadline = resolve(rearm, model.now);
-                        prop_assert_eq!(wheel.reset(key, deadline), model.reset(value, deadline));
-                    }
-                }
-            }
-            Op::Drain => {
-                let mut got: Vec<_> = wheel.drain().collect();
-                let mut want: Vec<_> = model
-                    .pending
-                    .iter()
-                    .map(|(&v, &(_, deadline))| (deadline, v))
-                    .collect();
-                got.sort_unstable();
-                want.sort_unstable();
-                prop_assert_eq!(got, want);
-                model.clear();
-            }
-            Op::Clear => {
-                wheel.clear();
-                model.clear();
-            }
-            _ => {}
-        }
-
-        prop_assert_eq!(wheel.len(), model.pending.len());
-        prop_assert_eq!(wheel.now(), model.now);
-        // Polling at `next_expiration` fires or moves time: a value at or
-        // before `now` promises a due timer.
-        if wheel
-            .next_expiration()
-            .is_some_and(|next| next <= model.now)
-        {
-            prop_assert!(
-                model.earliest().is_some_and(|e| e <= model.now),
-                "next_expiration {:?} <= now {} but nothing is due",
-                wheel.next_expiration(),
-                model.now
-            );
-        }
-        match (wheel.next_expiration(), model.earliest()) {
-            (None, None) => {}
-            (Some(next), Some(earliest)) => {
-                prop_assert!(
-                    next <= earliest,
-                    "next_expiration {} > earliest {}",
-                    next,
-                    earliest
-                )
-            }
-            (got, want) => prop_assert!(false, "next_expiration {:?} vs earliest {:?}", got, want),
-        }
+        checker.apply(op)?;
     }
-
-    // Everything left fires, in order, when time runs out.
-    let mut got: Vec<_> = wheel
-        .advance(u64::MAX)
-        .map(|e| (e.deadline, e.value))
-        .collect();
-    let mut want = Vec::new();
-    while let Some(fired) = model.poll(u64::MAX) {
-        want.push(fired);
-    }
-    prop_assert_eq!(&got, &want);
-    got.clear();
-    prop_assert!(wheel.is_empty());
-    let listed: Vec<_> = wheel.iter().collect();
-    prop_assert!(listed.is_empty());
-    Ok(())
+    checker.finish()
 }
 
 /// A tickless driver's loop: sleep until `next_expiration`, advance there.
 /// It must reach every timer, in order, and never spin without progress.
-fn run_tickless(geometry: Geometry, deadlines: &[When]) -> Result<(), TestCaseError> {
-    let mut wheel: Wheel<u32> = Wheel::with_geometry(geometry);
-    let mut model = Model::default();
-    let mut used = Vec::new();
-    for (value, when) in deadlines.iter().enumerate() {
-        let deadline = when.resolve(0, &used);
-        used.push(deadline);
-        wheel.insert(deadline, value as u32);
-        model.insert(deadline, value as u32);
+fn run_tickless(geometry: Geometry, deadlines: &[When]) -> Result<(), String> {
+    let mut checker = Checker::new(geometry);
+    for &when in deadlines {
+        checker.apply(&Op::Insert(when))?;
     }
-    let mut fired = Vec::new();
     let mut wakeups = 0usize;
-    while let Some(next) = wheel.next_expiration() {
+    while let Some(next) = checker.wheel().next_expiration() {
         wakeups += 1;
         // Each wake-up either fires or cascades; cascades per timer are
         // bounded by the number of levels plus overflow sweeps.
-        prop_assert!(wakeups <= 64 * (deadlines.len() + 1), "driver spins");
-        let now = next.max(wheel.now());
-        fired.extend(wheel.advance(now).map(|e| {
-            assert!(e.deadline <= now, "fired early");
-            (e.deadline, e.value)
-        }));
+        if wakeups > 64 * (deadlines.len() + 1) {
+            return Err(format!("driver spins: {wakeups} wake-ups"));
+        }
+        // The checker compares what fires with the model: in order, and
+        // nothing before its deadline.
+        checker.apply(&Op::Advance(When::Absolute(next), None))?;
     }
-    let mut want = Vec::new();
-    while let Some(x) = model.poll(u64::MAX) {
-        want.push(x);
-    }
-    prop_assert_eq!(fired, want);
-    Ok(())
+    checker.finish()
 }
 
 fn geometry(bits: u32, levels: u32) -> Geometry {
@@ -337,7 +128,7 @@ macro_rules! model_tests {
 
                 #[test]
                 fn $name(ops in proptest::collection::vec(op(), 1..MAX_OPS)) {
-                    run(geometry($bits, $levels), &ops)?;
+                    run(geometry($bits, $levels), &ops).map_err(TestCaseError::fail)?;
                 }
             }
         )*
@@ -363,7 +154,7 @@ proptest! {
         levels in 1u32..=6,
         deadlines in proptest::collection::vec(when(), 0..MAX_OPS / 3),
     ) {
-        run_tickless(geometry(bits, levels), &deadlines)?;
+        run_tickless(geometry(bits, levels), &deadlines).map_err(TestCaseError::fail)?;
     }
 }
 
@@ -383,6 +174,7 @@ fn every_short_sequence_on_tiny_wheels() {
         Op::Advance(When::Near(2), Some(1)),
         Op::Cancel(0),
         Op::Reset(0, When::Near(2)),
+        Op::PollNext,
     ];
     let length = if cfg!(miri) { 2 } else { 5 };
     let shapes = [(1, 1), (2, 1), (1, 2), (2, 2)];

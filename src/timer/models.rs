@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::sync::{thread, Arc, AtomicUsize, Mutex, Ordering};
-use super::{Expired, Inline, ManualClock, Task, ThreadPool, Timer};
+use super::{Expired, ManualClock, Task, ThreadPool, Timer};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -211,23 +211,30 @@ fn shutdown_against_schedule() {
 fn fixed_delay_rearm_against_the_first_run() {
     model(|| {
         let clock = ManualClock::new();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let (counter, waiter) = (Arc::clone(&runs), thread::current());
+        // Runs the task on the driver, then signals: by then the run's guard
+        // has re-armed the timer, so the clock is advanced only after the
+        // re-arm has read it.
         let timer = Timer::builder()
             .clock(clock.clone())
             .shards(1)
-            .executor(Inline)
-            .build()
-            .expect("timer");
-        let runs = Arc::new(AtomicUsize::new(0));
-        let (counter, waiter) = (Arc::clone(&runs), thread::current());
-        let handle = timer
-            .with_fixed_delay(Duration::ZERO, MS, move || {
+            .executor(move |fired: Expired<Task>| {
+                (fired.value)();
                 counter.fetch_add(1, Ordering::SeqCst);
                 waiter.unpark();
             })
+            .build()
+            .expect("timer");
+        let handle = timer
+            .with_fixed_delay(Duration::ZERO, MS, || {})
             .expect("schedule");
         wait_until(|| runs.load(Ordering::SeqCst) >= 1, "no first run");
         clock.advance(MS);
-        wait_until(|| runs.load(Ordering::SeqCst) >= 2, "the timer stopped after its first run");
+        wait_until(
+            || runs.load(Ordering::SeqCst) >= 2,
+            "the timer stopped after its first run",
+        );
         assert!(timer.cancel(handle).is_some());
         assert!(timer.shutdown().is_empty());
     });
