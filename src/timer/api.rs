@@ -1,6 +1,7 @@
 //! [`Timer`]: the handle users hold. Scheduling, cancel and reset, queries
 //! on a handle, stats, and shutdown. (Repeating timers are in
-//! `periodic.rs`, construction in `builder.rs`.)
+//! `periodic.rs`; `Timer::new`, `builder` and `with_channel` in
+//! `builder.rs`.)
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -8,8 +9,6 @@ use core::fmt;
 use core::time::Duration;
 use std::time::Instant;
 
-use super::builder::Builder;
-use super::error::BuildError;
 use super::executor::{Executor, Task};
 use super::owner::Owner;
 use super::periodic::Job;
@@ -34,7 +33,7 @@ use crate::Tick;
 ///
 /// [`shutdown`](Self::shutdown) stops the driver at once and returns every
 /// timer that has not fired. Dropping the last clone does the same, but
-/// the unfired values go to the [`on_undelivered`](Builder::on_undelivered)
+/// the unfired values go to the [`on_undelivered`](super::Builder::on_undelivered)
 /// hook, or, without one, are dropped (counted in [`Stats::dropped`], which
 /// nobody can read any more: set the hook or call `shutdown` if they
 /// matter). Dropping also drops the executor, and a [`ThreadPool`] then
@@ -63,66 +62,6 @@ use crate::Tick;
 /// ```
 pub struct Timer<T: Send + 'static = Task, E: Executor<T> = ThreadPool> {
     pub(super) owner: Arc<Owner<T, E>>,
-}
-
-impl Timer {
-    /// A timer with a 1 ms tick that runs [`Task`]s on a two-thread pool.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::Spawn`] if the driver or a worker thread cannot be
-    /// spawned.
-    ///
-    /// ```
-    /// let timer = tickwheel::Timer::new()?;
-    /// # drop(timer);
-    /// # Ok::<(), tickwheel::timer::BuildError>(())
-    /// ```
-    pub fn new() -> Result<Self, BuildError> {
-        Builder::new().build()
-    }
-
-    /// A [`Builder`] starting from the defaults of [`Timer::new`].
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let timer = tickwheel::Timer::builder().tick(Duration::from_millis(10)).build()?;
-    /// # drop(timer);
-    /// # Ok::<(), tickwheel::timer::BuildError>(())
-    /// ```
-    pub fn builder() -> Builder<Task, ThreadPool> {
-        Builder::new()
-    }
-}
-
-impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
-    /// A delay queue: values come out of the returned [`Receiver`] once
-    /// their deadline has passed, in deadline order (the JDK `DelayQueue` /
-    /// Redisson `RDelayedQueue` use). The value type is inferred from what
-    /// you schedule or receive.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::Spawn`] if the driver thread cannot be spawned.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let (queue, ready) = tickwheel::Timer::with_channel()?;
-    /// queue.schedule(Duration::from_millis(20), "second")?;
-    /// queue.schedule(Duration::from_millis(10), "first")?;
-    /// assert_eq!(ready.recv()?, "first");
-    /// assert_eq!(ready.recv()?, "second");
-    /// # Ok::<(), Box<dyn core::error::Error>>(())
-    /// ```
-    ///
-    /// [`Receiver`]: super::Receiver
-    pub fn with_channel() -> Result<(Self, super::Receiver<T>), BuildError> {
-        let (sender, receiver) = crossbeam_channel::unbounded();
-        let timer = Timer::builder().executor(sender).build()?;
-        Ok((timer, receiver))
-    }
 }
 
 impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {

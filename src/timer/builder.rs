@@ -1,5 +1,6 @@
-//! [`Builder`]: every setting of a [`Timer`], checked, and the start of its
-//! driver thread; and the hook for values the timer cannot deliver.
+//! Making a [`Timer`]: [`Builder`] with every setting, checked, and the
+//! start of its driver thread; the shortcuts `Timer::new` and
+//! `Timer::with_channel`; and the hook for values the timer cannot deliver.
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -152,7 +153,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     }
 
     /// Refuse to hold more than `max` pending timers: a schedule over the
-    /// limit returns [`ScheduleError::Full`] with its value. Costs one
+    /// limit returns a [`ScheduleError`](super::ScheduleError) of kind `Full` with its value. Costs one
     /// shared atomic per schedule, cancel and fire.
     ///
     /// ```
@@ -307,5 +308,65 @@ impl<T, E> fmt::Debug for Builder<T, E> {
             .field("max_pending", &self.max_pending)
             .field("thread_name", &self.thread_name)
             .finish_non_exhaustive()
+    }
+}
+
+impl Timer {
+    /// A timer with a 1 ms tick that runs [`Task`]s on a two-thread pool.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Spawn`] if the driver or a worker thread cannot be
+    /// spawned.
+    ///
+    /// ```
+    /// let timer = tickwheel::Timer::new()?;
+    /// # drop(timer);
+    /// # Ok::<(), tickwheel::timer::BuildError>(())
+    /// ```
+    pub fn new() -> Result<Self, BuildError> {
+        Builder::new().build()
+    }
+
+    /// A [`Builder`] starting from the defaults of [`Timer::new`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timer = tickwheel::Timer::builder().tick(Duration::from_millis(10)).build()?;
+    /// # drop(timer);
+    /// # Ok::<(), tickwheel::timer::BuildError>(())
+    /// ```
+    pub fn builder() -> Builder<Task, ThreadPool> {
+        Builder::new()
+    }
+}
+
+impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
+    /// A delay queue: values come out of the returned [`Receiver`] once
+    /// their deadline has passed, in deadline order (the JDK `DelayQueue` /
+    /// Redisson `RDelayedQueue` use). The value type is inferred from what
+    /// you schedule or receive.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Spawn`] if the driver thread cannot be spawned.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let (queue, ready) = tickwheel::Timer::with_channel()?;
+    /// queue.schedule(Duration::from_millis(20), "second")?;
+    /// queue.schedule(Duration::from_millis(10), "first")?;
+    /// assert_eq!(ready.recv()?, "first");
+    /// assert_eq!(ready.recv()?, "second");
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    ///
+    /// [`Receiver`]: super::Receiver
+    pub fn with_channel() -> Result<(Self, super::Receiver<T>), BuildError> {
+        let (sender, receiver) = crossbeam_channel::unbounded();
+        let timer = Timer::builder().executor(sender).build()?;
+        Ok((timer, receiver))
     }
 }

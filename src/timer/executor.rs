@@ -39,7 +39,7 @@ pub type Task = Box<dyn FnOnce() + Send + 'static>;
 ///   timer's `on_undelivered` hook (or drops it if there is none). It is
 ///   never retried.
 ///
-/// Implemented for [`Inline`], [`ThreadPool`], `crossbeam_channel::Sender`
+/// Implemented for [`Inline`], [`ThreadPool`](super::ThreadPool), `crossbeam_channel::Sender`
 /// and any `Fn(Expired<T>) + Send + Sync + 'static`.
 ///
 /// ```
@@ -164,7 +164,7 @@ impl<T> core::error::Error for Rejected<T> {}
 ///
 /// The cheapest executor, and the right one for work that takes
 /// microseconds: setting a flag, sending on a channel. Anything slower
-/// delays every other timer; use a [`ThreadPool`] then.
+/// delays every other timer; use a [`ThreadPool`](super::ThreadPool) then.
 ///
 /// ```
 /// use std::sync::mpsc;

@@ -155,7 +155,10 @@ fn earlier_insert_against_a_driver_going_to_sleep() {
             timer.schedule(Duration::ZERO, 2).expect("near");
         });
         inserter.join().expect("inserter");
-        wait_until(|| count.load(Ordering::SeqCst) > 0, "the early timer never fired");
+        wait_until(
+            || count.load(Ordering::SeqCst) > 0,
+            "the early timer never fired",
+        );
         assert_eq!(h.fired(), [2]);
         h.timer.shutdown();
     });
@@ -261,7 +264,10 @@ fn cancel_against_a_fixed_delay_run_in_flight() {
                 counter.fetch_add(1, Ordering::SeqCst);
             })
             .expect("schedule");
-        assert!(timer.cancel(handle).is_some(), "a fixed-delay timer is pending between runs");
+        assert!(
+            timer.cancel(handle).is_some(),
+            "a fixed-delay timer is pending between runs"
+        );
         clock.advance(MS);
         // Fires what is due, waits for the pool, then drains: a re-armed
         // timer would come back here.
