@@ -10,8 +10,8 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::executor::{Executor, Task};
+use super::job::Job;
 use super::owner::Owner;
-use super::periodic::Job;
 use super::pool::ThreadPool;
 use super::shard::{ShardCell, FINISHING, RUNNING, STOPPING};
 use super::stats::Stats;

@@ -1,6 +1,6 @@
 //! Making a [`Timer`]: [`Builder`] with every setting, checked, and the
-//! start of its driver thread; the shortcuts `Timer::new` and
-//! `Timer::with_channel`; and the hook for values the timer cannot deliver.
+//! start of its driver thread; and the shortcuts `Timer::new` and
+//! `Timer::with_channel`.
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -9,16 +9,16 @@ use core::marker::PhantomData;
 use core::time::Duration;
 
 use super::clock::{Clock, SystemClock};
-use super::driver::{drive, Passes};
+use super::driver::drive;
 use super::error::BuildError;
-use super::executor::{Executor, Task};
+use super::executor::{Executor, Task, Undelivered, UndeliveredHook};
 use super::owner::Owner;
 use super::pool::ThreadPool;
-use super::shard::{ShardCell, Shared, RUNNING};
+use super::shard::{Passes, ShardCell, Shared, RUNNING};
 use super::stats::Counters;
 use super::sync::{thread, Arc, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Mutex};
 use super::time::TimeSource;
-use super::{Expired, Timer};
+use super::Timer;
 use crate::{Geometry, Wheel};
 
 /// Builds a [`Timer`]: tick, geometry, shards, `max_pending`, executor,
@@ -50,48 +50,6 @@ pub struct Builder<T, E> {
     executor: E,
     on_undelivered: Option<UndeliveredHook<T>>,
     _values: PhantomData<fn(T)>,
-}
-
-pub(super) type UndeliveredHook<T> = Box<dyn Fn(Undelivered<T>) + Send + Sync>;
-
-/// A value the timer could not deliver, passed to the
-/// [`on_undelivered`](Builder::on_undelivered) hook instead of being
-/// dropped silently.
-///
-/// ```
-/// use tickwheel::timer::{Undelivered, Why};
-///
-/// fn log(lost: Undelivered<String>) {
-///     match lost.why {
-///         Why::Rejected => eprintln!("executor refused {}", lost.fired.value),
-///         Why::Dropped => eprintln!("timer dropped before {} fired", lost.fired.value),
-///         _ => eprintln!("not delivered: {}", lost.fired.value),
-///     }
-/// }
-/// # let _ = log;
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct Undelivered<T> {
-    /// The timer, with its deadline and value.
-    pub fired: Expired<T>,
-    /// Why it was not delivered.
-    pub why: Why,
-}
-
-/// Why a value was [`Undelivered`].
-///
-/// ```
-/// assert_ne!(tickwheel::timer::Why::Rejected, tickwheel::timer::Why::Dropped);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Why {
-    /// The executor refused it ([`Executor::execute`] returned `Err`).
-    Rejected,
-    /// The timer's last handle was dropped while it was pending (call
-    /// [`Timer::shutdown`] to get pending values back instead).
-    Dropped,
 }
 
 impl Builder<Task, ThreadPool> {
@@ -250,7 +208,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// # Ok::<(), tickwheel::timer::BuildError>(())
     /// ```
     pub fn build(self) -> Result<Timer<T, E>, BuildError> {
-        let time = TimeSource::new(self.clock, self.tick)?;
+        let time = TimeSource::new(self.clock, self.tick).map_err(BuildError::Tick)?;
         let shards = match self.shards {
             Some(n) if n == 0 || n > 1024 => return Err(BuildError::Shards(n)),
             Some(n) => n.next_power_of_two(),

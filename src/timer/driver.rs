@@ -37,11 +37,10 @@ use alloc::vec::Vec;
 use core::panic::AssertUnwindSafe;
 use std::panic::catch_unwind;
 
-use super::builder::Why;
-use super::executor::{Executor, Rejected};
-use super::periodic::{Job, Make};
+use super::executor::{Executor, Rejected, Why};
+use super::job::{Job, Make};
 use super::shard::{Shard, Shared, FINISHING, STOPPING};
-use super::sync::{thread, AtomicU64, Ordering};
+use super::sync::{thread, Ordering};
 use super::{Expired, TimerHandle};
 use crate::Tick;
 
@@ -184,31 +183,4 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
         }
     }
     shared.release_reservation(one_shots);
-}
-
-/// Counts the driver's passes over the shards: started ones (wake-ups) and
-/// the last one completed, so that `Timer::sync` can wait for a pass that
-/// began after it was called.
-#[derive(Debug, Default)]
-pub(super) struct Passes {
-    pub(super) started: AtomicU64,
-    #[cfg(all(feature = "test-util", not(all(loom, test))))]
-    pub(super) completed: super::sync::Mutex<u64>,
-    #[cfg(all(feature = "test-util", not(all(loom, test))))]
-    pub(super) done: super::sync::Condvar,
-}
-
-impl Passes {
-    fn start(&self) -> u64 {
-        self.started.fetch_add(1, Ordering::SeqCst) + 1
-    }
-
-    fn complete(&self, pass: u64) {
-        #[cfg(all(feature = "test-util", not(all(loom, test))))]
-        {
-            *self.completed.lock() = pass;
-            self.done.notify_all();
-        }
-        let _ = pass;
-    }
 }

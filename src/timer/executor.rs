@@ -1,5 +1,6 @@
 //! Where fired timers go: the [`Executor`] plug point and the executors
-//! that run on the driver thread. The thread pool is in `pool.rs`.
+//! that run on the driver thread (the thread pool is in `pool.rs`); and what
+//! becomes of a value nobody takes ([`Undelivered`]).
 
 use alloc::boxed::Box;
 use core::fmt;
@@ -242,4 +243,46 @@ where
         self(fired);
         Ok(())
     }
+}
+
+pub(super) type UndeliveredHook<T> = Box<dyn Fn(Undelivered<T>) + Send + Sync>;
+
+/// A value the timer could not deliver, passed to the
+/// [`on_undelivered`](super::Builder::on_undelivered) hook instead of being
+/// dropped silently.
+///
+/// ```
+/// use tickwheel::timer::{Undelivered, Why};
+///
+/// fn log(lost: Undelivered<String>) {
+///     match lost.why {
+///         Why::Rejected => eprintln!("executor refused {}", lost.fired.value),
+///         Why::Dropped => eprintln!("timer dropped before {} fired", lost.fired.value),
+///         _ => eprintln!("not delivered: {}", lost.fired.value),
+///     }
+/// }
+/// # let _ = log;
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Undelivered<T> {
+    /// The timer, with its deadline and value.
+    pub fired: Expired<T>,
+    /// Why it was not delivered.
+    pub why: Why,
+}
+
+/// Why a value was [`Undelivered`].
+///
+/// ```
+/// assert_ne!(tickwheel::timer::Why::Rejected, tickwheel::timer::Why::Dropped);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Why {
+    /// The executor refused it ([`Executor::execute`] returned `Err`).
+    Rejected,
+    /// The timer's last handle was dropped while it was pending (call
+    /// [`Timer::shutdown`](super::Timer::shutdown) to get pending values back instead).
+    Dropped,
 }

@@ -8,14 +8,15 @@
 //! | file | owns |
 //! |------|------|
 //! | `api.rs` | [`Timer`]: schedule, cancel, reset, handle queries, stats, shutdown |
-//! | `builder.rs` | [`Builder`]: settings, checks, start-up; the undelivered hook |
-//! | `periodic.rs` | fixed-rate and fixed-delay timers, and the fixed-delay run protocol (state table) |
+//! | `builder.rs` | [`Builder`]: settings, checks, start-up |
+//! | `periodic.rs` | fixed-rate and fixed-delay scheduling, and the fixed-delay run protocol |
+//! | `job.rs` | what a wheel entry holds; a repeating timer's cadence (state table) |
 //! | `shard.rs` | the shared state: shards, lifecycle (state table), ground rules of locking |
 //! | `driver.rs` | the driver loop and the wake-up protocol |
 //! | `owner.rs` | stopping: the last handle stops the driver |
 //! | `time.rs` | `Instant` ↔ tick conversion, and its rounding rules |
 //! | `clock.rs` | [`Clock`] and the clocks that come with the crate |
-//! | `executor.rs`, `pool.rs` | [`Executor`], and the provided executors |
+//! | `executor.rs`, `pool.rs` | [`Executor`], the provided executors, [`Undelivered`] values |
 //! | `stats.rs`, `error.rs` | [`Stats`], errors |
 //! | `sync.rs` | the one facade over std and loom primitives |
 //!
@@ -33,6 +34,7 @@ mod clock;
 mod driver;
 mod error;
 mod executor;
+mod job;
 #[cfg(all(test, any(loom, feature = "test-util")))]
 mod models;
 mod owner;
@@ -48,13 +50,13 @@ use std::time::Instant;
 use crate::TimerKey;
 
 pub use api::Timer;
-pub use builder::{Builder, Undelivered, Why};
+pub use builder::Builder;
 #[cfg(any(feature = "test-util", all(loom, test)))]
 pub use clock::ManualClock;
 pub use clock::{Clock, SpinningClock, SystemClock};
 pub use error::{BuildError, ScheduleError, ScheduleErrorKind};
-pub use executor::{Executor, Inline, Rejected, Task};
-pub use periodic::{Factory, MissedTicks};
+pub use executor::{Executor, Inline, Rejected, Task, Undelivered, Why};
+pub use job::{Factory, MissedTicks};
 pub use pool::ThreadPool;
 pub use stats::{Lateness, Stats};
 

@@ -5,8 +5,7 @@
 use alloc::vec::Vec;
 use std::time::Instant;
 
-use super::builder::Why;
-use super::executor::Executor;
+use super::executor::{Executor, Why};
 use super::shard::{Shared, FINISHING, RUNNING};
 use super::sync::{thread, Arc, JoinHandle, Mutex, Ordering};
 use super::{Expired, TimerHandle};

@@ -38,10 +38,8 @@ use core::panic::AssertUnwindSafe;
 use std::panic::catch_unwind;
 use std::time::Instant;
 
-use super::builder::{Undelivered, UndeliveredHook, Why};
-use super::driver::Passes;
-use super::executor::Executor;
-use super::periodic::Job;
+use super::executor::{Executor, Undelivered, UndeliveredHook, Why};
+use super::job::Job;
 use super::stats::Counters;
 use super::sync::{
     AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Mutex, MutexGuard, Ordering, Thread,
@@ -265,4 +263,31 @@ fn home_shard(shards: usize) -> usize {
 #[cfg(all(loom, test))]
 fn home_shard(_shards: usize) -> usize {
     0
+}
+
+/// Counts the driver's passes over the shards: started ones (wake-ups) and
+/// the last one completed, so that `Timer::sync` can wait for a pass that
+/// began after it was called.
+#[derive(Debug, Default)]
+pub(super) struct Passes {
+    pub(super) started: AtomicU64,
+    #[cfg(all(feature = "test-util", not(all(loom, test))))]
+    pub(super) completed: super::sync::Mutex<u64>,
+    #[cfg(all(feature = "test-util", not(all(loom, test))))]
+    pub(super) done: super::sync::Condvar,
+}
+
+impl Passes {
+    pub(super) fn start(&self) -> u64 {
+        self.started.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    pub(super) fn complete(&self, pass: u64) {
+        #[cfg(all(feature = "test-util", not(all(loom, test))))]
+        {
+            *self.completed.lock() = pass;
+            self.done.notify_all();
+        }
+        let _ = pass;
+    }
 }

@@ -19,7 +19,6 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::clock::Clock;
-use super::error::BuildError;
 use crate::Tick;
 
 /// The clock, the origin and the tick length.
@@ -41,10 +40,10 @@ impl TimeSource {
     ///
     /// # Errors
     ///
-    /// [`BuildError::Tick`] if `tick` is outside `MIN_TICK ..= MAX_TICK`.
-    pub(super) fn new(clock: Arc<dyn Clock>, tick: Duration) -> Result<Self, BuildError> {
+    /// The tick, if it is outside `MIN_TICK ..= MAX_TICK`.
+    pub(super) fn new(clock: Arc<dyn Clock>, tick: Duration) -> Result<Self, Duration> {
         if !(Self::MIN_TICK..=Self::MAX_TICK).contains(&tick) {
-            return Err(BuildError::Tick(tick));
+            return Err(tick);
         }
         let origin = clock.now();
         Ok(TimeSource {

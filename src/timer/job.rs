@@ -1,0 +1,231 @@
+//! What a wheel entry of the std layer holds: a one-shot value, or a
+//! repeating timer's value factory and cadence, with the cadence's state
+//! machine. Pure data under the shard lock: nothing here runs user code or
+//! touches shared state.
+//!
+//! # A fixed-delay timer's states
+//!
+//! Transitions happen under the timer's shard lock (the run protocol that
+//! drives them is in `periodic.rs`):
+//!
+//! | state | event | next state | wheel entry |
+//! |-------|-------|------------|-------------|
+//! | waiting at `d` | the driver takes the run at `d` (`Cadence::fire`) | running | parked at `PARKED` (never due) |
+//! | waiting at `d` | `reset(d')` (`Cadence::reset`) | waiting at `d'` | moved to `d'` |
+//! | running | `reset(d')` | running, next run at `d'` | stays parked |
+//! | running | the run's guard drops at time `f` (`Cadence::finish_run`) | waiting at `d'` if a reset asked for it, else at `f + delay` | moved there |
+//! | any | `cancel` | gone | removed |
+//! | any | shutdown | gone | drained; a running one reported at `Cadence::next_run` |
+
+use alloc::boxed::Box;
+use alloc::sync::Arc as StdArc;
+
+use super::TimerHandle;
+use crate::Tick;
+
+/// What a repeating timer does when runs were missed (the driver was busy
+/// or the machine asleep and one or more deadlines passed before it could
+/// run).
+///
+/// All three keep a fixed rate while nothing is missed: run `n` is due at
+/// `first + n × period`, with no drift.
+///
+/// ```
+/// use tickwheel::timer::MissedTicks;
+///
+/// assert_eq!(MissedTicks::default(), MissedTicks::Burst);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MissedTicks {
+    /// Run every missed run, back to back, until caught up; the schedule
+    /// stays `first + n × period`.
+    #[default]
+    Burst,
+    /// Run once now, then continue `period` after this run: the schedule
+    /// shifts later by the delay.
+    Delay,
+    /// Run once now, then skip to the next `first + n × period` still in the
+    /// future: the schedule stays on its grid, missed runs are dropped.
+    Skip,
+}
+
+/// A repeating timer's value factory, handed back by a refused
+/// [`Timer::schedule_repeating`].
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::timer::{Factory, MissedTicks};
+/// use tickwheel::Timer;
+///
+/// let (timer, _rx) = Timer::with_channel()?;
+/// timer.shutdown();
+/// let err = timer
+///     .schedule_repeating(Duration::ZERO, Duration::from_secs(1), MissedTicks::Skip, || "ping")
+///     .unwrap_err();
+/// let make: Factory<&str> = err.into_inner(); // the factory comes back
+/// assert_eq!(make(), "ping");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
+
+/// One timer's payload inside a wheel.
+pub(super) enum Job<T> {
+    Once(T),
+    Repeat(Box<Repeat<T>>),
+}
+
+/// Makes a run's value. Given the timer's handle when the run fires (a
+/// fixed-delay run needs it to re-arm), `None` when the value is handed
+/// back instead (cancel, shutdown, a refused schedule).
+pub(super) type Make<T> = StdArc<dyn Fn(Option<TimerHandle>) -> T + Send + Sync>;
+
+/// A repeating timer: how to make each run's value, and when the next run
+/// is due.
+pub(super) struct Repeat<T> {
+    pub(super) make: Make<T>,
+    pub(super) cadence: Cadence,
+}
+
+/// Where a fixed-delay timer waits while its run is in progress: never due.
+const PARKED: Tick = Tick::MAX;
+
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Cadence {
+    /// Run `runs` is due at `base + runs × period` (ticks).
+    Rate {
+        base: Tick,
+        runs: u64,
+        period: u64,
+        missed: MissedTicks,
+    },
+    /// The next run is due `delay` after the previous one finished.
+    Delay { delay_ticks: u64, run: DelayRun },
+}
+
+/// A fixed-delay timer's state (the table in the module docs).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum DelayRun {
+    Waiting,
+    /// A run is in progress since tick `fired`; a reset meanwhile asked for
+    /// the next run at `reset_to`.
+    Running {
+        fired: Tick,
+        reset_to: Option<Tick>,
+    },
+}
+
+impl Cadence {
+    /// The driver takes the run due at `deadline`, at a time between ticks
+    /// `now` (rounded down) and `now_up` (rounded up): where the entry
+    /// goes next.
+    pub(super) fn fire(&mut self, deadline: Tick, now: Tick, now_up: Tick) -> Tick {
+        match self {
+            Cadence::Rate {
+                base,
+                runs,
+                period,
+                missed,
+            } => match missed {
+                MissedTicks::Burst => {
+                    *runs += 1;
+                    base.saturating_add(runs.saturating_mul(*period))
+                }
+                MissedTicks::Skip => {
+                    *runs = (now.saturating_sub(*base) / *period).saturating_add(1);
+                    base.saturating_add(runs.saturating_mul(*period))
+                }
+                MissedTicks::Delay => {
+                    // On time: stay on the grid. Late: restart it a period
+                    // after this run (rounded up: never early).
+                    let on_grid = base.saturating_add((*runs + 1).saturating_mul(*period));
+                    if on_grid > now {
+                        *runs += 1;
+                        on_grid
+                    } else {
+                        *base = now_up.saturating_add(*period);
+                        *runs = 0;
+                        *base
+                    }
+                }
+            },
+            Cadence::Delay { run, .. } => {
+                let _ = deadline;
+                *run = DelayRun::Running {
+                    fired: now,
+                    reset_to: None,
+                };
+                PARKED
+            }
+        }
+    }
+
+    /// A reset asks for the next run at `deadline`: where the entry goes
+    /// now, or `None` if it stays parked until the run in progress ends.
+    pub(super) fn reset(&mut self, deadline: Tick) -> Option<Tick> {
+        match self {
+            Cadence::Rate { base, runs, .. } => {
+                *base = deadline;
+                *runs = 0;
+                Some(deadline)
+            }
+            Cadence::Delay {
+                run: DelayRun::Running { reset_to, .. },
+                ..
+            } => {
+                *reset_to = Some(deadline);
+                None
+            }
+            Cadence::Delay { .. } => Some(deadline),
+        }
+    }
+
+    /// A fixed-delay run ended; `after_delay` is `delay` after its end.
+    /// Where the entry goes, or `None` if no run was in progress (the
+    /// guard is not this timer's).
+    pub(super) fn finish_run(&mut self, after_delay: Tick) -> Option<Tick> {
+        match self {
+            Cadence::Delay { run, .. } => match *run {
+                DelayRun::Running { reset_to, .. } => {
+                    *run = DelayRun::Waiting;
+                    Some(reset_to.unwrap_or(after_delay))
+                }
+                DelayRun::Waiting => None,
+            },
+            Cadence::Rate { .. } => None,
+        }
+    }
+
+    /// When the next run is due, given the entry's place in the wheel
+    /// (for a running fixed-delay timer: the earliest it can be).
+    pub(super) fn next_run(&self, wheel_deadline: Tick) -> Tick {
+        match *self {
+            Cadence::Delay {
+                delay_ticks,
+                run: DelayRun::Running { fired, reset_to },
+            } => reset_to.unwrap_or(fired.saturating_add(delay_ticks)),
+            _ => wheel_deadline,
+        }
+    }
+}
+
+impl<T> Job<T> {
+    pub(super) fn into_once(self) -> T {
+        match self {
+            Job::Once(value) => value,
+            Job::Repeat(_) => unreachable!("a one-shot schedule made a repeating job"),
+        }
+    }
+
+    pub(super) fn into_factory(self) -> Factory<T>
+    where
+        T: 'static,
+    {
+        match self {
+            Job::Repeat(repeat) => {
+                let make = repeat.make;
+                Box::new(move || make(None))
+            }
+            Job::Once(_) => unreachable!("a repeating schedule made a one-shot job"),
+        }
+    }
+}
