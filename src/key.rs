@@ -6,12 +6,12 @@
 //! A key is an arena index plus a 32-bit *stamp*. Every insert takes the next
 //! stamp from the wheel's counter; the stamp is stored in the entry and never
 //! changes while the timer is pending (a reset keeps it). When a timer fires or
-//! is cancelled its arena slot is freed and may be reused by a later insert,
+//! is cancelled its arena node is freed and may be reused by a later insert,
 //! which gets a later stamp, so the old key no longer matches.
 //!
 //! The counter is 32 bits and skips zero, so an old key can only match a new
-//! timer if that timer reuses the same slot *and* was inserted exactly a
-//! multiple of 2³² − 1 inserts after the old one. That is the wrap-around
+//! timer if that timer reuses the same arena node *and* was inserted exactly
+//! a multiple of 2³² − 1 inserts after the old one. That is the wrap-around
 //! bound: a key kept for fewer than 4,294,967,295 later inserts is never
 //! confused with another timer.
 //!
@@ -26,7 +26,7 @@ use core::num::NonZeroU32;
 /// Keys are `Copy`, 8 bytes, and cheap to store next to whatever the timer
 /// guards (a connection, an order). A key whose timer has fired or been
 /// cancelled is *stale*: every operation given a stale key returns `None` or
-/// `false` and touches nothing, even when the slot has been reused (see the
+/// `false` and touches nothing, even when its index has been reused (see the
 /// module docs for the exact wrap-around bound).
 ///
 /// ```

@@ -1,29 +1,33 @@
 //! Entry storage: a slab of timer entries with stable indices, reused
 //! last-freed-first, whose entries the wheel can prefetch by index.
 //!
-//! This is the `slab` crate's structure (a `Vec` of vacant-or-occupied slots
-//! threaded into a free list) owned here for one reason: the wheel walks
-//! index-linked lists, each step a dependent load, and only hides that
-//! latency by prefetching entries further down the list
+//! This is the `slab` crate's structure (a `Vec` of vacant-or-occupied
+//! nodes, the vacant ones threaded into a free list) owned here for one
+//! reason: the wheel walks index-linked lists, each step a dependent load,
+//! and only hides that latency by prefetching entries further down the list
 //! ([`Arena::prefetch`]). That needs an entry's address without reading it,
 //! which `slab::Slab` does not offer: its entry type is private and every
-//! lookup reads the slot's tag. Prefetching cut the cost of expiring a timer
-//! at 10⁶ timers about threefold (see `docs/benchmarks.md`).
+//! lookup reads the entry's vacant-or-occupied tag. Prefetching cut the cost
+//! of expiring a timer at 10⁶ timers about threefold (see
+//! `docs/benchmarks.md`).
+//!
+//! The arena owns the node layout, links included: the lists (`list.rs`)
+//! thread through the nodes' [`Link`]s, but the arena knows nothing of lists.
 //!
 //! # Layout
 //!
 //! One vector of nodes; a node is an entry's list links followed by its
-//! slot:
+//! state:
 //!
-//! | part   | type                                                     | bytes (`T = u64`) |
-//! |--------|----------------------------------------------------------|-------------------|
-//! | `link` | `Link { prev: u32, next: u32 }`                          | 8                 |
-//! | `slot` | `enum { Vacant { next_free: u32 }, Occupied(Entry<T>) }` | 24                |
+//! | part    | type                                                     | bytes (`T = u64`) |
+//! |---------|----------------------------------------------------------|-------------------|
+//! | `link`  | `Link { prev: u32, next: u32 }`                          | 8                 |
+//! | `state` | `enum { Vacant { next_free: u32 }, Occupied(Entry<T>) }` | 24                |
 //!
 //! The entry's `stamp` is a `NonZeroU32`, whose zero value marks a vacant
-//! slot (the niche), so a slot is exactly as large as an entry: `16 +
-//! size_of::<T>()` rounded up to 8. The links sit outside the enum so that
-//! relinking a neighbour is a plain store: through the enum it would first
+//! node (the niche), so a node's state is exactly as large as an entry:
+//! `16 + size_of::<T>()` rounded up to 8. The links sit outside the enum so
+//! that relinking a neighbour is a plain store: through the enum it would first
 //! have to load the neighbour's tag, and on a random cancel that load is a
 //! cache miss. They sit in the same node (not a parallel vector) so that a
 //! cancel's key check brings the links in with the stamp, one cache miss
@@ -32,7 +36,6 @@
 use alloc::vec::Vec;
 use core::num::NonZeroU32;
 
-use super::list::Link;
 use crate::Tick;
 
 /// A pending timer (its list links are beside it, in its [`Node`]).
@@ -45,7 +48,7 @@ pub(crate) struct Entry<T> {
     /// A prefetch hint: an entry about `LOOKAHEAD` places further down the
     /// same list, as of when that entry was appended. Never trusted for
     /// anything but warming the cache: after cancels it may name an entry
-    /// elsewhere, a vacant slot, or nothing.
+    /// elsewhere, a vacant node, or nothing.
     pub(crate) ahead: u32,
     pub(crate) value: T,
 }
@@ -61,20 +64,31 @@ pub(crate) type DrainEntries<'a, T> =
     core::iter::FilterMap<alloc::vec::Drain<'a, Node<T>>, fn(Node<T>) -> Option<Entry<T>>>;
 
 /// End of the free list.
-const NO_SLOT: u32 = u32::MAX;
+const NO_NODE: u32 = u32::MAX;
 
-/// One element of the arena: an entry's list links, then its slot (why,
+/// A node's list links: the indices of its neighbours in whichever list
+/// holds it. What the values name (entries or list sentinels) is the lists'
+/// business: see `list.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Link {
+    pub(crate) prev: u32,
+    pub(crate) next: u32,
+}
+
+/// One element of the arena: an entry's list links, then its state (why,
 /// in the module docs).
 #[derive(Debug)]
 #[repr(C)]
 pub(crate) struct Node<T> {
-    /// The list neighbours; meaningless while the slot is vacant.
+    /// The list neighbours; meaningless while the node is vacant.
     link: Link,
-    slot: Slot<T>,
+    state: NodeState<T>,
 }
 
+/// Whether a node holds an entry. A vacant node is on the free list, except
+/// between [`Arena::take_reserved`] and [`Arena::release`].
 #[derive(Debug)]
-pub(crate) enum Slot<T> {
+pub(crate) enum NodeState<T> {
     Vacant { next_free: u32 },
     Occupied(Entry<T>),
 }
@@ -83,7 +97,7 @@ pub(crate) enum Slot<T> {
 #[derive(Debug)]
 pub(crate) struct Arena<T> {
     nodes: Vec<Node<T>>,
-    /// Most recently freed slot, or `NO_SLOT`.
+    /// Most recently freed node, or `NO_NODE`.
     free: u32,
     len: usize,
 }
@@ -92,7 +106,7 @@ impl<T> Arena<T> {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         Arena {
             nodes: Vec::with_capacity(capacity),
-            free: NO_SLOT,
+            free: NO_NODE,
             len: 0,
         }
     }
@@ -108,7 +122,9 @@ impl<T> Arena<T> {
     }
 
     pub(crate) fn reserve(&mut self, additional: usize) {
-        // Vacant slots are reused before the vector grows.
+        // Vacant nodes are reused before the vector grows: free ones at once,
+        // ones held by `take_reserved` once released (`Wheel::try_insert`
+        // releases them before it would grow the vector).
         let vacant = self.nodes.len() - self.len;
         self.nodes.reserve(additional.saturating_sub(vacant));
     }
@@ -116,7 +132,7 @@ impl<T> Arena<T> {
     /// The index the next insert will use.
     #[inline]
     pub(crate) fn next_index(&self) -> usize {
-        if self.free == NO_SLOT {
+        if self.free == NO_NODE {
             self.nodes.len()
         } else {
             self.free as usize
@@ -129,48 +145,48 @@ impl<T> Arena<T> {
     #[inline]
     pub(crate) fn insert(&mut self, entry: Entry<T>) -> u32 {
         self.len += 1;
-        if self.free == NO_SLOT {
+        if self.free == NO_NODE {
             self.nodes.push(Node {
                 link: Link { prev: 0, next: 0 },
-                slot: Slot::Occupied(entry),
+                state: NodeState::Occupied(entry),
             });
             return (self.nodes.len() - 1) as u32;
         }
         let index = self.free;
-        let slot = &mut self.nodes[index as usize].slot;
-        match *slot {
-            Slot::Vacant { next_free } => self.free = next_free,
-            Slot::Occupied(_) => unreachable!("the free list names an occupied slot"),
+        let state = &mut self.nodes[index as usize].state;
+        match *state {
+            NodeState::Vacant { next_free } => self.free = next_free,
+            NodeState::Occupied(_) => unreachable!("the free list names an occupied node"),
         }
-        *slot = Slot::Occupied(entry);
+        *state = NodeState::Occupied(entry);
         index
     }
 
-    /// Frees the slot and returns its entry, or `None` if it was vacant.
+    /// Frees the node and returns its entry, or `None` if it was vacant.
     #[inline]
     pub(crate) fn remove(&mut self, index: u32) -> Option<Entry<T>> {
-        let slot = &mut self.nodes.get_mut(index as usize)?.slot;
-        if let Slot::Vacant { .. } = slot {
+        let state = &mut self.nodes.get_mut(index as usize)?.state;
+        if let NodeState::Vacant { .. } = state {
             return None;
         }
         let old = core::mem::replace(
-            slot,
-            Slot::Vacant {
+            state,
+            NodeState::Vacant {
                 next_free: self.free,
             },
         );
         self.free = index;
         self.len -= 1;
         match old {
-            Slot::Occupied(entry) => Some(entry),
-            Slot::Vacant { .. } => None,
+            NodeState::Occupied(entry) => Some(entry),
+            NodeState::Vacant { .. } => None,
         }
     }
 
     #[inline]
     pub(crate) fn get(&self, index: u32) -> Option<&Entry<T>> {
-        match self.nodes.get(index as usize).map(|node| &node.slot) {
-            Some(Slot::Occupied(entry)) => Some(entry),
+        match self.nodes.get(index as usize).map(|node| &node.state) {
+            Some(NodeState::Occupied(entry)) => Some(entry),
             _ => None,
         }
     }
@@ -180,9 +196,9 @@ impl<T> Arena<T> {
         match self
             .nodes
             .get_mut(index as usize)
-            .map(|node| &mut node.slot)
+            .map(|node| &mut node.state)
         {
-            Some(Slot::Occupied(entry)) => Some(entry),
+            Some(NodeState::Occupied(entry)) => Some(entry),
             _ => None,
         }
     }
@@ -212,14 +228,14 @@ impl<T> Arena<T> {
     }
 
     /// Points the hint of entry `index` at `ahead` and returns the entry's
-    /// next link; `None` (and nothing changed) if the slot is vacant or out
+    /// next link; `None` (and nothing changed) if the node is vacant or out
     /// of range. One lookup for both, as list appends do it every time.
     #[inline]
     pub(crate) fn leave_hint(&mut self, index: u32, ahead: u32) -> Option<u32> {
         match self.nodes.get_mut(index as usize) {
             Some(Node {
                 link,
-                slot: Slot::Occupied(entry),
+                state: NodeState::Occupied(entry),
             }) => {
                 entry.ahead = ahead;
                 Some(link.next)
@@ -243,27 +259,27 @@ impl<T> Arena<T> {
         }
     }
 
-    /// Takes the entry out of an occupied slot but keeps the slot off the
+    /// Takes the entry out of an occupied node but keeps the node off the
     /// free list: its links stay valid until [`release`](Self::release).
     /// (A cancelled timer whose unlink is batched: see `Wheel::cancel`.)
     #[inline]
     #[track_caller]
     pub(crate) fn take_reserved(&mut self, index: u32) -> Entry<T> {
-        let slot = &mut self.nodes[index as usize].slot;
-        match core::mem::replace(slot, Slot::Vacant { next_free: NO_SLOT }) {
-            Slot::Occupied(entry) => {
+        let state = &mut self.nodes[index as usize].state;
+        match core::mem::replace(state, NodeState::Vacant { next_free: NO_NODE }) {
+            NodeState::Occupied(entry) => {
                 self.len -= 1;
                 entry
             }
-            Slot::Vacant { .. } => unreachable!("a pending entry is vacant"),
+            NodeState::Vacant { .. } => unreachable!("a pending entry is vacant"),
         }
     }
 
-    /// Puts a slot emptied by [`take_reserved`](Self::take_reserved) on the
+    /// Puts a node emptied by [`take_reserved`](Self::take_reserved) on the
     /// free list.
     #[inline]
     pub(crate) fn release(&mut self, index: u32) {
-        self.nodes[index as usize].slot = Slot::Vacant {
+        self.nodes[index as usize].state = NodeState::Vacant {
             next_free: self.free,
         };
         self.free = index;
@@ -288,12 +304,12 @@ impl<T> Arena<T> {
         }
     }
 
-    /// Every occupied slot, with its index.
+    /// Every occupied node's entry, with its index.
     pub(crate) fn iter(&self) -> Entries<'_, T> {
         fn occupied<T>((index, node): (usize, &Node<T>)) -> Option<(u32, &Entry<T>)> {
-            match &node.slot {
-                Slot::Occupied(entry) => Some((index as u32, entry)),
-                Slot::Vacant { .. } => None,
+            match &node.state {
+                NodeState::Occupied(entry) => Some((index as u32, entry)),
+                NodeState::Vacant { .. } => None,
             }
         }
         self.nodes.iter().enumerate().filter_map(occupied)
@@ -305,27 +321,27 @@ impl<T> Arena<T> {
     /// drops the ones not yet taken (even if one of those drops panics).
     pub(crate) fn drain(&mut self) -> DrainEntries<'_, T> {
         fn occupied<T>(node: Node<T>) -> Option<Entry<T>> {
-            match node.slot {
-                Slot::Occupied(entry) => Some(entry),
-                Slot::Vacant { .. } => None,
+            match node.state {
+                NodeState::Occupied(entry) => Some(entry),
+                NodeState::Vacant { .. } => None,
             }
         }
-        self.free = NO_SLOT;
+        self.free = NO_NODE;
         self.len = 0;
         self.nodes.drain(..).filter_map(occupied)
     }
 
-    /// Gives back the memory of vacant slots at the end. Slots in the middle
+    /// Gives back the memory of vacant nodes at the end. Nodes in the middle
     /// stay: moving an entry would invalidate its key.
     pub(crate) fn shrink_to_fit(&mut self) {
-        while let Some(Slot::Vacant { .. }) = self.nodes.last().map(|node| &node.slot) {
+        while let Some(NodeState::Vacant { .. }) = self.nodes.last().map(|node| &node.state) {
             self.nodes.pop();
         }
-        // Rebuild the free list without the slots just removed, lowest index
+        // Rebuild the free list without the nodes just removed, lowest index
         // first to be reused last (the order does not matter for keys).
-        self.free = NO_SLOT;
+        self.free = NO_NODE;
         for (index, node) in self.nodes.iter_mut().enumerate() {
-            if let Slot::Vacant { next_free } = &mut node.slot {
+            if let NodeState::Vacant { next_free } = &mut node.state {
                 *next_free = self.free;
                 self.free = index as u32;
             }
@@ -369,15 +385,15 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_costs_no_more_than_its_entry() {
-        // The stamp's niche marks vacant slots: no tag. Plus 8 bytes of links.
+    fn a_node_state_costs_no_more_than_its_entry() {
+        // The stamp's niche marks vacant nodes: no tag. Plus 8 bytes of links.
         assert_eq!(core::mem::size_of::<Link>(), 8);
         assert_eq!(core::mem::size_of::<Node<u64>>(), 32);
         assert_eq!(core::mem::size_of::<Node<()>>(), 24);
-        assert_eq!(core::mem::size_of::<Slot<u64>>(), 24);
-        assert_eq!(core::mem::size_of::<Slot<()>>(), 16);
-        assert_eq!(core::mem::size_of::<Slot<u32>>(), 24);
-        assert_eq!(core::mem::size_of::<Slot<[u8; 16]>>(), 32);
+        assert_eq!(core::mem::size_of::<NodeState<u64>>(), 24);
+        assert_eq!(core::mem::size_of::<NodeState<()>>(), 16);
+        assert_eq!(core::mem::size_of::<NodeState<u32>>(), 24);
+        assert_eq!(core::mem::size_of::<NodeState<[u8; 16]>>(), 32);
     }
 
     #[test]
@@ -412,7 +428,7 @@ mod tests {
         arena.remove(ids[0]);
         arena.shrink_to_fit();
         assert_eq!(arena.get(ids[1]).map(|e| e.value), Some(1));
-        // Slot 0 is reused, then the vector grows again.
+        // Node 0 is reused, then the vector grows again.
         assert_eq!(arena.insert(entry(10)), 0);
         assert_eq!(arena.insert(entry(11)), 2);
         assert_eq!(arena.len(), 3);

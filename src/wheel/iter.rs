@@ -1,62 +1,16 @@
-//! The iterators returned by [`Wheel`](super::Wheel).
+//! The iterators over a wheel's stored timers, returned by
+//! [`Wheel::drain`](super::Wheel::drain) and
+//! [`Wheel::iter`](super::Wheel::iter): thin wrappers over the arena's.
+//! ([`Advance`](super::Advance), which steps the wheel itself, lives beside
+//! [`Wheel`](super::Wheel).)
 
 use core::iter::FusedIterator;
 
 use super::arena::{DrainEntries, Entries};
-use super::{Expired, Wheel};
 use crate::{Tick, TimerKey};
 
-/// The timers due by a given tick, in expiry order: see
-/// [`Wheel::advance`].
-///
-/// Lazy: each `next` does only the work for one timer, and dropping the
-/// iterator leaves the remaining timers due.
-///
-/// ```
-/// let mut wheel = tickwheel::Wheel::new();
-/// wheel.insert(1, "a");
-/// let mut due = wheel.advance(1);
-/// assert_eq!(due.next().map(|e| e.value), Some("a"));
-/// assert!(due.next().is_none());
-/// ```
-#[must_use = "timers become due when the iterator is advanced, not before"]
-pub struct Advance<'a, T> {
-    wheel: &'a mut Wheel<T>,
-}
-
-impl<'a, T> Advance<'a, T> {
-    pub(super) fn new(wheel: &'a mut Wheel<T>) -> Self {
-        Advance { wheel }
-    }
-}
-
-impl<T> Iterator for Advance<'_, T> {
-    type Item = Expired<T>;
-
-    #[inline]
-    fn next(&mut self) -> Option<Expired<T>> {
-        self.wheel.next_due()
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(self.wheel.len()))
-    }
-}
-
-// Once `next_due` returns `None`, nothing can become due until `now` moves,
-// which needs `&mut Wheel` again.
-impl<T> FusedIterator for Advance<'_, T> {}
-
-impl<T> core::fmt::Debug for Advance<'_, T> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Advance")
-            .field("wheel", &self.wheel)
-            .finish()
-    }
-}
-
 /// Every timer taken out of a wheel, as `(deadline, value)`: see
-/// [`Wheel::drain`].
+/// [`Wheel::drain`](super::Wheel::drain).
 ///
 /// ```
 /// let mut wheel = tickwheel::Wheel::new();
@@ -102,7 +56,8 @@ impl<T> core::fmt::Debug for Drain<'_, T> {
     }
 }
 
-/// Every pending timer's key, deadline and value: see [`Wheel::iter`].
+/// Every pending timer's key, deadline and value: see
+/// [`Wheel::iter`](super::Wheel::iter).
 ///
 /// ```
 /// let mut wheel = tickwheel::Wheel::new();

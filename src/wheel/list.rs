@@ -23,22 +23,16 @@
 //! prefetches `ahead` of the entry it is at, and the entries it reaches
 //! [`LOOKAHEAD`] steps later are already in the cache. Hints are never
 //! trusted: a cancel can leave one naming an entry in another list, a vacant
-//! slot, or nothing, which only wastes a prefetch. A list's trail starts
+//! node, or nothing, which only wastes a prefetch. A list's trail starts
 //! over whenever the list is refilled from empty.
 
-use super::arena::Arena;
+use super::arena::{Arena, Link};
 
 /// First link value that names a sentinel; entries live below it.
 pub(crate) const SENTINEL_BASE: u32 = 0xFFFF_FC00;
 
 /// Index of a list (its sentinel), not of a node.
 pub(crate) type ListId = u32;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Link {
-    pub(crate) prev: u32,
-    pub(crate) next: u32,
-}
 
 /// How far ahead walks prefetch. A step of a walk (a cascade re-filing one
 /// timer, or a pop) takes a few dozen cycles, so 16 steps cover a miss to

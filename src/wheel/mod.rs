@@ -60,13 +60,35 @@
 //!    same way, keeping what is still too far ahead.
 //!
 //! A jump of any size therefore costs one bitmap step per event plus the
-//! timers touched, never a loop over ticks.
+//! timers touched, never a loop over ticks. The touches are bounded per
+//! timer: a cascade re-files each timer into a strictly lower level (or the
+//! due list), so a timer cascades at most once per level, `L − 1` times in
+//! its life. The overflow list is the exception: a sweep re-files all of it
+//! and keeps what is still too far ahead, so a timer there is re-filed once
+//! per sweep until it enters the top level. Sweeps come at most once per
+//! top-level slot (`2^(b·(L−1))` ticks), and only deadlines about a span
+//! (`2^(b·L)` ticks) or more ahead wait for them.
+//!
+//! ## Costs
+//!
+//! Insert stores a timer and files it with a table lookup, a mask and a
+//! list append; cancel and reset find it by key and unlink it in O(1) (see
+//! [`Wheel`] for the table). Two things make these bounds amortized rather
+//! than worst case:
+//!
+//! - The timers live in one `Vec`, so an insert that finds it full grows it
+//!   and moves every timer: O(n). Within [`Wheel::capacity`] (reserved with
+//!   [`Wheel::with_capacity`] or [`Wheel::reserve`]) no insert allocates.
+//! - A cancel of a due timer, or a reset, may have to restore invariant 7
+//!   below: it then processes events up to `now`, the work the next `poll`
+//!   would have done. That work is paid for by the timers it moves, each at
+//!   most once per level (and once per overflow sweep).
 //!
 //! ## Invariants
 //!
 //! 1. `elapsed ≤ now`; both only grow.
 //! 2. A timer in a slot of level `k` has `d > elapsed` and sits where
-//!    `level::place` puts `d` relative to `elapsed`. Moving
+//!    `geometry::place` puts `d` relative to `elapsed`. Moving
 //!    `elapsed` forward never changes that place without processing the slot
 //!    first, because `elapsed` only ever lands on the earliest event.
 //! 3. Bit `s` of `occupied[k]` is set iff slot `s` of level `k` is non-empty.
@@ -86,10 +108,11 @@
 //!    first in, first out.
 //! 7. Between calls, the due list is empty only if the cursor has caught
 //!    up: `elapsed == now` and the late list is empty. Every operation that
-//!    moves `now` or takes the last due timer restores this at once
-//!    (`catch_up`), doing the work the next `poll` would have done anyway.
-//!    So [`Wheel::peek`] is a plain read, and a `next_expiration() ≤ now`
-//!    always means a timer is due: polling there fires or moves time.
+//!    moves `now` or takes the last due timer (a poll, a cancel of a due
+//!    timer, a reset) restores this at once (`catch_up`), doing the work
+//!    the next `poll` would have done anyway. So [`Wheel::peek`] is a plain
+//!    read, and a `next_expiration() ≤ now` always means a timer is due:
+//!    polling there fires or moves time.
 //!
 //! The consequences callers see: expiry in non-decreasing effective
 //! deadline, FIFO on ties, never before the deadline, never skipped, and
@@ -97,20 +120,21 @@
 //! effective deadline.
 
 mod arena;
+pub(crate) mod geometry;
 mod iter;
-pub(crate) mod level;
 pub(crate) mod list;
 
 use core::fmt;
+use core::iter::FusedIterator;
 
 use crate::error::CapacityError;
 use crate::key::{Stamps, TimerKey};
 use crate::Tick;
 
 use arena::Entry;
-pub use iter::{Advance, Drain, Iter};
-pub use level::Geometry;
-use level::{next_occupied, overflow_sweep_at, place, slot_start, Place};
+pub use geometry::Geometry;
+use geometry::{next_occupied, overflow_sweep_at, place, slot_start, Place};
+pub use iter::{Drain, Iter};
 use list::{ListId, Nodes, SENTINEL_BASE};
 
 /// A fired timer: what [`Wheel::poll`] and [`Wheel::advance`] yield.
@@ -127,7 +151,7 @@ use list::{ListId, Nodes, SENTINEL_BASE};
 /// assert_eq!((fired.key, fired.deadline, fired.value), (key, 3, "retry"));
 /// ```
 ///
-/// The std layer's `driver::Expired` (feature `std`) is the same
+/// The std layer's `timer::Expired` (feature `std`) is the same
 /// struct with a timer handle and an `Instant` in place of the key and tick.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expired<T, K = TimerKey, D = Tick> {
@@ -148,9 +172,31 @@ pub struct Expired<T, K = TimerKey, D = Tick> {
 ///
 /// | operation | cost |
 /// |-----------|------|
-/// | [`insert`](Self::insert), [`cancel`](Self::cancel), [`reset`](Self::reset) | O(1) |
+/// | [`insert`](Self::insert), [`try_insert`](Self::try_insert) | O(1) amortized; O(1) worst case while [`len`](Self::len) < [`capacity`](Self::capacity) |
+/// | [`cancel`](Self::cancel) of a timer not yet due | O(1) |
+/// | [`cancel`](Self::cancel) of a due timer, [`reset`](Self::reset) | O(1) amortized: O(levels) plus catch-up |
 /// | [`next_expiration`](Self::next_expiration) | O(levels) |
 /// | [`poll`](Self::poll), one step of [`advance`](Self::advance) | O(levels + timers cascaded) |
+///
+/// - **Growth.** Timers live in one `Vec`. An insert that finds it full
+///   reallocates it and moves every timer: O(n). Below
+///   [`capacity`](Self::capacity), which [`with_capacity`](Self::with_capacity)
+///   and [`reserve`](Self::reserve) set ahead, an insert never allocates.
+/// - **Batched unlinks.** Cancelling a timer that is not yet due (deadline
+///   after [`now`](Self::now)) takes its value at once and defers its unlink
+///   to a batch of at most 32, unlinked together by the 32nd such cancel or
+///   by the next operation that needs the lists exact: bounded work, paid
+///   for by those cancels.
+/// - **Catch-up.** When a cancel of a due timer (deadline ≤ `now`) or a
+///   reset leaves no timer due, the wheel restores invariant 7 of the
+///   [module docs](crate::wheel) at once: it processes events up to `now`
+///   until a timer is due or none is left. That is exactly the work the next
+///   [`poll`](Self::poll) would have done, and a single call may do a lot
+///   of it; but a cascade moves each timer to a strictly lower level, so a
+///   timer cascades at most once per level in its life (a timer in the
+///   overflow list, a span or more ahead, also once per overflow sweep).
+///   Charged to the timers moved, cancel and reset are O(1) amortized, not
+///   worst case.
 ///
 /// ```
 /// use tickwheel::Wheel;
@@ -188,8 +234,9 @@ pub struct Wheel<T> {
     overflow_min: Tick,
     stamps: Stamps,
     /// Cancelled timers still linked into a slot or the overflow list (never
-    /// the due or late list), their values gone and slots reserved; unlinked
-    /// in a batch by `unlink_cancelled` before any list walk.
+    /// the due or late list), their values gone and their arena nodes held
+    /// off the free list; unlinked in a batch by `unlink_cancelled` before
+    /// any list walk, and before the arena would grow.
     cancelled: [u32; CANCEL_BATCH],
     cancelled_len: usize,
 }
@@ -330,7 +377,8 @@ impl<T> Wheel<T> {
         self.nodes.entries.len() == 0
     }
 
-    /// Number of timers the wheel holds without allocating.
+    /// Number of timers the wheel holds without allocating: up to this many,
+    /// an insert is O(1) worst case (see [`insert`](Self::insert)).
     ///
     /// ```
     /// let wheel: tickwheel::Wheel<()> = tickwheel::Wheel::with_capacity(10);
@@ -340,7 +388,8 @@ impl<T> Wheel<T> {
         self.nodes.entries.capacity()
     }
 
-    /// Makes room for at least `additional` more timers.
+    /// Makes room for at least `additional` more timers, so that the next
+    /// `additional` inserts do not allocate.
     ///
     /// # Panics
     ///
@@ -355,8 +404,8 @@ impl<T> Wheel<T> {
         self.nodes.entries.reserve(additional);
     }
 
-    /// Returns unused memory at the end of the entry storage. Slots freed in
-    /// the middle are reused by later inserts instead (keys stay valid, so
+    /// Returns unused memory at the end of the entry storage. Storage freed
+    /// in the middle is reused by later inserts instead (keys stay valid, so
     /// entries are never moved).
     ///
     /// ```
@@ -367,7 +416,8 @@ impl<T> Wheel<T> {
     /// assert!(wheel.contains(key));
     /// ```
     pub fn shrink_to_fit(&mut self) {
-        // Slots awaiting unlink must not be put on the free list.
+        // Nodes awaiting a batched unlink are vacant but must not join the
+        // free list the arena rebuilds: unlink and release them first.
         self.unlink_cancelled();
         self.nodes.entries.shrink_to_fit();
     }
@@ -377,6 +427,12 @@ impl<T> Wheel<T> {
     /// A deadline at or before [`now`](Self::now) counts as `now`: the timer
     /// is due at the next poll, after the timers already due. `deadline`
     /// itself is kept and reported.
+    ///
+    /// O(1) amortized. The timers are stored in one `Vec`, and an insert that
+    /// finds it full grows it, moving every timer: O(n) for that insert.
+    /// While [`len`](Self::len) is below [`capacity`](Self::capacity) (see
+    /// [`with_capacity`](Self::with_capacity) and [`reserve`](Self::reserve))
+    /// an insert does not allocate and is O(1) worst case.
     ///
     /// # Panics
     ///
@@ -397,7 +453,8 @@ impl<T> Wheel<T> {
     }
 
     /// Like [`insert`](Self::insert), but hands the value back if the wheel
-    /// is full.
+    /// is full. The same cost: O(1) amortized, O(1) worst case below
+    /// [`capacity`](Self::capacity).
     ///
     /// # Errors
     ///
@@ -410,7 +467,15 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.get(key), Some(&'x'));
     /// ```
     pub fn try_insert(&mut self, deadline: Tick, value: T) -> Result<TimerKey, CapacityError<T>> {
-        if self.nodes.entries.next_index() >= Self::MAX_TIMERS {
+        let mut next = self.nodes.entries.next_index();
+        if next >= self.nodes.entries.capacity().min(Self::MAX_TIMERS) && self.cancelled_len > 0 {
+            // No free node left, but cancelled timers awaiting their batched
+            // unlink still hold some: release those rather than grow (or
+            // refuse), so that `capacity()` timers fit without allocating.
+            self.unlink_cancelled();
+            next = self.nodes.entries.next_index();
+        }
+        if next >= Self::MAX_TIMERS {
             return Err(CapacityError::new(value));
         }
         let stamp = self.stamps.take();
@@ -426,6 +491,16 @@ impl<T> Wheel<T> {
 
     /// Cancels the timer. Returns its value if it was pending, `None` if the
     /// key is stale (fired, cancelled, or from another wheel).
+    ///
+    /// A timer not yet due (deadline after [`now`](Self::now)) is cancelled
+    /// in O(1): its value comes out at once and its unlink joins a batch of
+    /// at most 32, done together. A due timer (deadline ≤ `now`) is unlinked
+    /// at once; if it was the last one due, the wheel then catches up
+    /// (invariant 7 of the [module docs](crate::wheel)): it processes events
+    /// up to `now` until a timer is due or none is left, the work the next
+    /// [`poll`](Self::poll) would have done. That call then costs as much as
+    /// such a poll, O(levels + timers cascaded); each timer cascades at most
+    /// once per level, so cancel is O(1) amortized (see [`Wheel`]).
     ///
     /// ```
     /// let mut wheel = tickwheel::Wheel::new();
@@ -460,6 +535,13 @@ impl<T> Wheel<T> {
     /// Moves a pending timer to `deadline`, as if it were cancelled and
     /// inserted again (so it goes after timers already at that deadline), but
     /// keeping its key. Returns `false` and does nothing if the key is stale.
+    ///
+    /// The unlink and re-filing are O(1). If afterwards no timer is due (it
+    /// moved the last due timer into the future, say), the wheel catches up
+    /// as [`cancel`](Self::cancel) does: O(levels) to find that no event is
+    /// due by [`now`](Self::now), or else the work the next
+    /// [`poll`](Self::poll) would have done. O(1) amortized (see
+    /// [`Wheel`]).
     ///
     /// ```
     /// let mut wheel = tickwheel::Wheel::new();
@@ -765,7 +847,7 @@ impl<T> Wheel<T> {
         }
     }
 
-    /// Unlinks the batch of cancelled timers and frees their slots.
+    /// Unlinks the batch of cancelled timers and frees their nodes.
     ///
     /// Unlinking writes a timer's two list neighbours; after a random cancel
     /// both are usually cache misses. `cancel` prefetched them, and up to
@@ -1012,5 +1094,99 @@ impl<T> fmt::Debug for Wheel<T> {
             .field("len", &self.len())
             .field("next_expiration", &self.next_expiration())
             .finish_non_exhaustive()
+    }
+}
+
+/// The timers due by a given tick, in expiry order: see
+/// [`Wheel::advance`].
+///
+/// Lazy: each `next` does only the work for one timer, and dropping the
+/// iterator leaves the remaining timers due.
+///
+/// ```
+/// let mut wheel = tickwheel::Wheel::new();
+/// wheel.insert(1, "a");
+/// let mut due = wheel.advance(1);
+/// assert_eq!(due.next().map(|e| e.value), Some("a"));
+/// assert!(due.next().is_none());
+/// ```
+#[must_use = "timers become due when the iterator is advanced, not before"]
+pub struct Advance<'a, T> {
+    wheel: &'a mut Wheel<T>,
+}
+
+impl<'a, T> Advance<'a, T> {
+    fn new(wheel: &'a mut Wheel<T>) -> Self {
+        Advance { wheel }
+    }
+}
+
+impl<T> Iterator for Advance<'_, T> {
+    type Item = Expired<T>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Expired<T>> {
+        self.wheel.next_due()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.wheel.len()))
+    }
+}
+
+// Once `next_due` returns `None`, nothing can become due until `now` moves,
+// which needs `&mut Wheel` again.
+impl<T> FusedIterator for Advance<'_, T> {}
+
+impl<T> fmt::Debug for Advance<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Advance")
+            .field("wheel", &self.wheel)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn inserts_below_capacity_do_not_allocate_while_cancels_are_batched() {
+        let mut wheel = Wheel::with_capacity(4);
+        let capacity = wheel.capacity();
+        let keys: Vec<_> = (0..capacity)
+            .map(|i| wheel.insert(100 + i as Tick, i))
+            .collect();
+        // Not yet due: the unlink is batched and the node stays held.
+        assert_eq!(wheel.cancel(keys[0]), Some(0));
+        assert_eq!(wheel.cancelled_len, 1);
+        assert!(wheel.len() < wheel.capacity());
+        let key = wheel.insert(7, capacity);
+        assert_eq!(wheel.capacity(), capacity, "the insert grew the storage");
+        assert_eq!(key.index, keys[0].index);
+        assert!(!wheel.contains(keys[0]));
+        let fired: Vec<_> = wheel.advance(Tick::MAX).map(|e| e.value).collect();
+        let mut want = alloc::vec![capacity];
+        want.extend(1..capacity);
+        assert_eq!(fired, want);
+    }
+
+    #[test]
+    fn reserved_room_survives_batched_cancels() {
+        let mut wheel = Wheel::new();
+        let keys: Vec<_> = (0..40u64).map(|i| wheel.insert(100 + i, i)).collect();
+        for &key in &keys[..20] {
+            wheel.cancel(key);
+        }
+        assert!(wheel.cancelled_len > 0);
+        wheel.reserve(30);
+        let capacity = wheel.capacity();
+        assert!(capacity >= wheel.len() + 30);
+        for i in 0..30 {
+            wheel.insert(50, i);
+        }
+        assert_eq!(wheel.capacity(), capacity);
+        assert_eq!(wheel.len(), 50);
     }
 }
