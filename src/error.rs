@@ -15,6 +15,7 @@ use core::fmt;
 /// );
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum GeometryError {
     /// `slot_bits` was outside `1..=6`: a level needs at least two slots, and
     /// its occupancy bitmap is one `u64`, so it holds at most 64.

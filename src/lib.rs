@@ -2,7 +2,8 @@
 //!
 //! - **[`Wheel<T>`]**, the core: `#![no_std]` + `alloc`, no clock, no
 //!   threads. Time is an abstract [`Tick`]; insert, cancel and reset are O(1)
-//!   through generational [`TimerKey`]s; timers expire in deadline order,
+//!   (amortized: see the cost table of [`Wheel`]) through generational
+//!   [`TimerKey`]s; timers expire in deadline order,
 //!   first in first out on ties; a jump of any size costs only the timers it
 //!   touches. Firmware can drive it from a tick interrupt and ask
 //!   [`Wheel::next_expiration`] how long it may sleep. The algorithm is

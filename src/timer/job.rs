@@ -50,7 +50,7 @@ pub enum MissedTicks {
 }
 
 /// A repeating timer's value factory, handed back by a refused
-/// [`Timer::schedule_repeating`].
+/// [`Timer::schedule_repeating`](super::Timer::schedule_repeating).
 ///
 /// ```
 /// use std::time::Duration;

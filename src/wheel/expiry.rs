@@ -1,0 +1,339 @@
+//! The time side of [`Wheel`]: moving `now`, catching up with it
+//! (invariant 7), taking due timers, cascades, and the next event from the
+//! bitmaps.
+
+use core::fmt;
+use core::iter::FusedIterator;
+
+use super::geometry::{next_occupied, overflow_sweep_at, slot_start};
+use super::list::ListId;
+use super::state::{Expired, Wheel};
+use crate::key::TimerKey;
+use crate::Tick;
+
+impl<T> Wheel<T> {
+    /// A tick no later than the earliest pending timer's effective deadline,
+    /// or `None` if the wheel is empty. A value `≤ now()` means a timer is
+    /// due now.
+    ///
+    /// Polling at the returned tick always makes progress: it fires a timer
+    /// or moves [`now`](Self::now) forward (possibly only cascading timers
+    /// closer to their slot), so a tickless driver can sleep exactly until
+    /// then. O(levels), from the bitmaps.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// assert_eq!(wheel.next_expiration(), None);
+    /// wheel.insert(40, ());
+    /// assert_eq!(wheel.next_expiration(), Some(40));
+    /// ```
+    pub fn next_expiration(&self) -> Option<Tick> {
+        // Cancelled timers awaiting their batched unlink still mark their
+        // slots; they may make the answer earlier (a lower bound, and
+        // advancing there unlinks them), but never make an empty wheel look
+        // busy.
+        if self.is_empty() {
+            return None;
+        }
+        if let Some((_, deadline)) = self.peek() {
+            return Some(deadline);
+        }
+        // Nothing due, so the cursor is at `now` (invariant 7) and every
+        // event lies after it: advancing to this one moves time.
+        self.next_event().map(|(at, _)| at)
+    }
+
+    /// Moves time forward to `now` (a smaller `now` than the current one is
+    /// treated as the current one) and returns the next due timer, if any.
+    ///
+    /// Call it until it returns `None` to handle everything due. Timers come
+    /// out in non-decreasing effective deadline, first in first out on ties.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// wheel.insert(5, 'b');
+    /// wheel.insert(2, 'a');
+    /// wheel.insert(5, 'c');
+    /// let mut order = String::new();
+    /// while let Some(expired) = wheel.poll(10) {
+    ///     order.push(expired.value);
+    /// }
+    /// assert_eq!(order, "abc");
+    /// ```
+    pub fn poll(&mut self, now: Tick) -> Option<Expired<T>> {
+        self.move_time(now);
+        self.next_due()
+    }
+
+    /// Moves time forward to `now` without taking any timer: those due by
+    /// then wait for [`poll`](Self::poll), [`peek`](Self::peek) or
+    /// [`advance`](Self::advance). A smaller `now` than the current one is
+    /// ignored.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// wheel.insert(5, "due");
+    /// wheel.set_now(9);
+    /// assert_eq!(wheel.now(), 9);
+    /// assert_eq!(wheel.peek().map(|(_, deadline)| deadline), Some(5));
+    /// ```
+    pub fn set_now(&mut self, now: Tick) {
+        self.move_time(now);
+    }
+
+    /// The key and deadline of the timer the next [`poll`](Self::poll) at
+    /// the current time would return, without removing it or moving time;
+    /// `None` if nothing is due at [`now`](Self::now).
+    ///
+    /// The timer stays first in line until it is taken with
+    /// [`cancel`](Self::cancel) or moved with [`reset`](Self::reset). This is
+    /// how periodic work re-arms itself in place, keeping its key:
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let heartbeat = wheel.insert(100, "ping");
+    /// let mut runs = Vec::new();
+    /// for now in [100, 250, 310] {
+    ///     wheel.set_now(now);
+    ///     while let Some((key, deadline)) = wheel.peek() {
+    ///         runs.push(deadline);
+    ///         wheel.reset(key, deadline + 100); // fixed rate: no drift
+    ///     }
+    /// }
+    /// assert_eq!(runs, [100, 200, 300]);
+    /// assert!(wheel.contains(heartbeat)); // same key, next run at 400
+    /// ```
+    pub fn peek(&self) -> Option<(TimerKey, Tick)> {
+        let index = self.nodes.first(self.lists.due)?;
+        let entry = self.nodes.entries.entry(index);
+        let key = TimerKey {
+            index,
+            stamp: entry.stamp,
+        };
+        Some((key, entry.deadline))
+    }
+
+    /// Moves time forward to `now` and returns an iterator over the timers
+    /// due by then, in expiry order.
+    ///
+    /// The iterator is lazy: each step does only the work for the next
+    /// timer. Dropping it part-way leaves the rest due, so a caller can cap
+    /// a burst and continue later.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// for i in 0..10 {
+    ///     wheel.insert(i, i);
+    /// }
+    /// let first_three: Vec<_> = wheel.advance(100).take(3).map(|e| e.value).collect();
+    /// assert_eq!(first_three, [0, 1, 2]);
+    /// assert_eq!(wheel.len(), 7);
+    /// assert_eq!(wheel.advance(100).count(), 7);
+    /// ```
+    pub fn advance(&mut self, now: Tick) -> Advance<'_, T> {
+        self.move_time(now);
+        Advance::new(self)
+    }
+
+    /// Moves `now` forward (never back) and catches up (invariant 7).
+    pub(super) fn move_time(&mut self, now: Tick) {
+        if now <= self.now {
+            return;
+        }
+        if !self.nodes.is_empty(self.lists.late) {
+            // Late timers are due at the old `now`, after everything filed
+            // up to it and before anything after it.
+            self.settle();
+        }
+        self.now = now;
+        self.catch_up();
+    }
+
+    /// Processes every event up to `now`, so that `elapsed == now` and
+    /// everything due is in the due list.
+    pub(super) fn settle(&mut self) {
+        while self.process_next_event() {}
+        self.elapsed = self.now;
+        self.nodes.append(self.lists.due, self.lists.late);
+    }
+
+    /// Takes the first due timer, then readies the next (invariant 7).
+    pub(super) fn next_due(&mut self) -> Option<Expired<T>> {
+        let index = self.nodes.first(self.lists.due)?;
+        self.nodes.prefetch_ahead_of(index);
+        self.nodes.unlink(index);
+        let entry = self.nodes.entries.take(index);
+        self.catch_up();
+        Some(Expired {
+            key: TimerKey {
+                index,
+                stamp: entry.stamp,
+            },
+            deadline: entry.deadline,
+            value: entry.value,
+        })
+    }
+
+    /// Restores invariant 7: while the due list is empty, processes events
+    /// up to `now`; once none is left, the cursor is at `now` and the late
+    /// list joins the due list. The same steps the next `poll` would take,
+    /// done now so that queries need not.
+    #[inline]
+    pub(super) fn catch_up(&mut self) {
+        let due = self.lists.due;
+        if !self.nodes.is_empty(due) {
+            return;
+        }
+        while self.process_next_event() {
+            if !self.nodes.is_empty(due) {
+                return;
+            }
+        }
+        self.elapsed = self.now;
+        self.nodes.append(due, self.lists.late);
+    }
+
+    /// Processes the next event if it is due by `now`; `false` if there is
+    /// none.
+    pub(super) fn process_next_event(&mut self) -> bool {
+        // A walk must not meet cancelled timers.
+        if self.cancelled_len > 0 {
+            self.unlink_cancelled();
+        }
+        let Some((at, list)) = self.next_event() else {
+            return false;
+        };
+        if at > self.now {
+            return false;
+        }
+        debug_assert!(
+            at >= self.elapsed,
+            "event at {at} behind the cursor {}",
+            self.elapsed
+        );
+        self.elapsed = at;
+        match self.lists.as_slot(list) {
+            Some((level, slot)) => {
+                self.occupied[level as usize] &= !(1 << slot);
+                if level == 0 {
+                    self.nodes.append(self.lists.due, list);
+                } else {
+                    self.cascade(list);
+                }
+            }
+            None => {
+                self.overflow_min = Tick::MAX;
+                self.cascade(list);
+            }
+        }
+        true
+    }
+
+    /// Re-files every timer of `list` relative to `elapsed`, in order.
+    pub(super) fn cascade(&mut self, list: ListId) {
+        let Some(chain) = self.nodes.take(list) else {
+            return;
+        };
+        let mut index = chain.first;
+        loop {
+            // Read the successor before re-linking overwrites it.
+            let next = self.nodes.next_of(index);
+            self.nodes.prefetch_ahead_of(index);
+            self.refile(index);
+            if index == chain.last {
+                break;
+            }
+            index = next;
+        }
+    }
+
+    /// The earliest event: the time and list of the next slot to process, or
+    /// of the overflow sweep.
+    pub(super) fn next_event(&self) -> Option<(Tick, ListId)> {
+        let slot = self.next_slot_event();
+        match (slot, self.overflow_event()) {
+            // On a tie the sweep goes first. Processing the slot first would
+            // leave the cursor on the sweep's tick with the sweep pending; a
+            // `poll` could return there, and a timer inserted next would be
+            // filed into the top ring ahead of an older overflow timer with
+            // the same deadline.
+            (Some(slot), Some(sweep)) => Some(if sweep.0 <= slot.0 { sweep } else { slot }),
+            (slot, sweep) => slot.or(sweep),
+        }
+    }
+
+    /// The first occupied slot of the lowest non-empty level: every slot of
+    /// level `k` starts before any slot of level `k + 1` (invariant 2).
+    #[inline]
+    pub(super) fn next_slot_event(&self) -> Option<(Tick, ListId)> {
+        let g = self.geometry;
+        let level = (0..g.levels()).find(|&level| self.occupied[level as usize] != 0)?;
+        let current = ((self.elapsed >> g.shift(level)) & g.mask()) as u32;
+        let distance = next_occupied(self.occupied[level as usize], current, g.slot_bits())?;
+        let slot = (current + distance) & g.mask() as u32;
+        Some((
+            slot_start(g, self.elapsed, level, distance),
+            self.lists.slot(level, slot),
+        ))
+    }
+
+    pub(super) fn overflow_event(&self) -> Option<(Tick, ListId)> {
+        let overflow = self.lists.overflow;
+        if self.nodes.is_empty(overflow) {
+            return None;
+        }
+        Some((
+            overflow_sweep_at(self.geometry, self.overflow_min),
+            overflow,
+        ))
+    }
+}
+
+/// The timers due by a given tick, in expiry order: see
+/// [`Wheel::advance`].
+///
+/// Lazy: each `next` does only the work for one timer, and dropping the
+/// iterator leaves the remaining timers due.
+///
+/// ```
+/// let mut wheel = tickwheel::Wheel::new();
+/// wheel.insert(1, "a");
+/// let mut due = wheel.advance(1);
+/// assert_eq!(due.next().map(|e| e.value), Some("a"));
+/// assert!(due.next().is_none());
+/// ```
+#[must_use = "timers become due when the iterator is advanced, not before"]
+pub struct Advance<'a, T> {
+    wheel: &'a mut Wheel<T>,
+}
+
+impl<'a, T> Advance<'a, T> {
+    pub(super) fn new(wheel: &'a mut Wheel<T>) -> Self {
+        Advance { wheel }
+    }
+}
+
+impl<T> Iterator for Advance<'_, T> {
+    type Item = Expired<T>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Expired<T>> {
+        self.wheel.next_due()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.wheel.len()))
+    }
+}
+
+// Once `next_due` returns `None`, nothing can become due until `now` moves,
+// which needs `&mut Wheel` again.
+impl<T> FusedIterator for Advance<'_, T> {}
+
+impl<T> fmt::Debug for Advance<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Advance")
+            .field("wheel", &self.wheel)
+            .finish()
+    }
+}

@@ -1,0 +1,313 @@
+//! The key side of [`Wheel`]: adding, finding, moving and removing timers,
+//! and handing every timer back at once.
+
+use super::arena::Entry;
+use super::iter::{Drain, Iter};
+use super::state::{Wheel, CANCEL_BATCH};
+use crate::error::CapacityError;
+use crate::key::TimerKey;
+use crate::Tick;
+
+impl<T> Wheel<T> {
+    /// Schedules `value` at `deadline` and returns its key.
+    ///
+    /// A deadline at or before [`now`](Self::now) counts as `now`: the timer
+    /// is due at the next poll, after the timers already due. `deadline`
+    /// itself is kept and reported.
+    ///
+    /// O(1) amortized. The timers are stored in one `Vec`, and an insert that
+    /// finds it full grows it, moving every timer: O(n) for that insert.
+    /// While [`len`](Self::len) is below [`capacity`](Self::capacity) (see
+    /// [`with_capacity`](Self::with_capacity) and [`reserve`](Self::reserve))
+    /// an insert does not allocate and is O(1) worst case.
+    ///
+    /// # Panics
+    ///
+    /// If the wheel already holds [`MAX_TIMERS`](Self::MAX_TIMERS) timers.
+    /// [`try_insert`](Self::try_insert) returns the value instead.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let key = wheel.insert(250, "close unpaid order #17");
+    /// assert_eq!(wheel.deadline(key), Some(250));
+    /// ```
+    #[track_caller]
+    pub fn insert(&mut self, deadline: Tick, value: T) -> TimerKey {
+        match self.try_insert(deadline, value) {
+            Ok(key) => key,
+            Err(_) => panic!("tickwheel: the wheel is full ({} timers)", Self::MAX_TIMERS),
+        }
+    }
+
+    /// Like [`insert`](Self::insert), but hands the value back if the wheel
+    /// is full. The same cost: O(1) amortized, O(1) worst case below
+    /// [`capacity`](Self::capacity).
+    ///
+    /// # Errors
+    ///
+    /// [`CapacityError`] holding `value` if the wheel already holds
+    /// [`MAX_TIMERS`](Self::MAX_TIMERS) timers.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let key = wheel.try_insert(9, 'x').unwrap();
+    /// assert_eq!(wheel.get(key), Some(&'x'));
+    /// ```
+    pub fn try_insert(&mut self, deadline: Tick, value: T) -> Result<TimerKey, CapacityError<T>> {
+        let mut next = self.nodes.entries.next_index();
+        if next >= self.nodes.entries.capacity().min(Self::MAX_TIMERS) && self.cancelled_len > 0 {
+            // No free node left, but cancelled timers awaiting their batched
+            // unlink still hold some: release those rather than grow (or
+            // refuse), so that `capacity()` timers fit without allocating.
+            self.unlink_cancelled();
+            next = self.nodes.entries.next_index();
+        }
+        if next >= Self::MAX_TIMERS {
+            return Err(CapacityError::new(value));
+        }
+        let stamp = self.stamps.take();
+        let index = self.nodes.entries.insert(Entry {
+            deadline,
+            stamp,
+            ahead: u32::MAX,
+            value,
+        });
+        self.file_new(index, deadline);
+        Ok(TimerKey { index, stamp })
+    }
+
+    /// Cancels the timer. Returns its value if it was pending, `None` if the
+    /// key is stale (fired, cancelled, or from another wheel).
+    ///
+    /// A timer not yet due (deadline after [`now`](Self::now)) is cancelled
+    /// in O(1): its value comes out at once and its unlink joins a batch of
+    /// at most 32, done together. A due timer (deadline ≤ `now`) is unlinked
+    /// at once; if it was the last one due, the wheel then catches up
+    /// (invariant 7 of the [module docs](crate::wheel)): it processes events
+    /// up to `now` until a timer is due or none is left, the work the next
+    /// [`poll`](Self::poll) would have done. That call then costs as much as
+    /// such a poll, O(levels + timers cascaded); each timer cascades at most
+    /// once per level, so cancel is O(1) amortized (see [`Wheel`]).
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let key = wheel.insert(15 * 60_000, "refund");
+    /// assert_eq!(wheel.cancel(key), Some("refund"));
+    /// assert_eq!(wheel.cancel(key), None);
+    /// assert!(wheel.is_empty());
+    /// ```
+    pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
+        let deadline = self.entry(key)?.deadline;
+        if deadline <= self.now {
+            // Possibly in the due or late list, which must hold only live
+            // timers: unlink now.
+            self.unlink(key.index);
+            let value = self.nodes.entries.take(key.index).value;
+            self.catch_up();
+            return Some(value);
+        }
+        // In a slot or the overflow list: the value comes out now, the
+        // unlink joins a batch (see `unlink_cancelled`). The links were
+        // loaded with the stamp, so the neighbours can start loading now.
+        let entry = self.nodes.entries.take_reserved(key.index);
+        self.nodes.prefetch_neighbours(key.index);
+        self.cancelled[self.cancelled_len] = key.index;
+        self.cancelled_len += 1;
+        if self.cancelled_len == CANCEL_BATCH {
+            self.unlink_cancelled();
+        }
+        Some(entry.value)
+    }
+
+    /// Moves a pending timer to `deadline`, as if it were cancelled and
+    /// inserted again (so it goes after timers already at that deadline), but
+    /// keeping its key. Returns `false` and does nothing if the key is stale.
+    ///
+    /// The unlink and re-filing are O(1). If afterwards no timer is due (it
+    /// moved the last due timer into the future, say), the wheel catches up
+    /// as [`cancel`](Self::cancel) does: O(levels) to find that no event is
+    /// due by [`now`](Self::now), or else the work the next
+    /// [`poll`](Self::poll) would have done. O(1) amortized (see
+    /// [`Wheel`]).
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let idle = wheel.insert(100, "idle");
+    /// assert!(wheel.reset(idle, 500));
+    /// assert_eq!(wheel.advance(499).count(), 0);
+    /// assert_eq!(wheel.advance(500).count(), 1);
+    /// assert!(!wheel.reset(idle, 900)); // fired: stale
+    /// ```
+    pub fn reset(&mut self, key: TimerKey, deadline: Tick) -> bool {
+        let Some(entry) = self.entry_mut(key) else {
+            return false;
+        };
+        entry.deadline = deadline;
+        self.unlink(key.index);
+        self.file_new(key.index, deadline);
+        self.catch_up();
+        true
+    }
+
+    /// The deadline of a pending timer, as asked for.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let key = wheel.insert(77, ());
+    /// assert_eq!(wheel.deadline(key), Some(77));
+    /// ```
+    pub fn deadline(&self, key: TimerKey) -> Option<Tick> {
+        self.entry(key).map(|entry| entry.deadline)
+    }
+
+    /// A reference to a pending timer's value.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let key = wheel.insert(5, String::from("job"));
+    /// assert_eq!(wheel.get(key).map(String::as_str), Some("job"));
+    /// ```
+    pub fn get(&self, key: TimerKey) -> Option<&T> {
+        self.entry(key).map(|entry| &entry.value)
+    }
+
+    /// A mutable reference to a pending timer's value.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let key = wheel.insert(5, 1);
+    /// *wheel.get_mut(key).unwrap() += 1;
+    /// assert_eq!(wheel.cancel(key), Some(2));
+    /// ```
+    pub fn get_mut(&mut self, key: TimerKey) -> Option<&mut T> {
+        self.entry_mut(key).map(|entry| &mut entry.value)
+    }
+
+    /// `true` if the key's timer is pending.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let key = wheel.insert(1, ());
+    /// assert!(wheel.contains(key));
+    /// wheel.poll(1);
+    /// assert!(!wheel.contains(key));
+    /// ```
+    pub fn contains(&self, key: TimerKey) -> bool {
+        self.entry(key).is_some()
+    }
+
+    /// Removes every pending timer and returns an iterator over their
+    /// `(deadline, value)` pairs, in no particular order. For shutdown or a
+    /// snapshot to persist.
+    ///
+    /// The wheel is empty as soon as this returns; dropping the iterator
+    /// part-way drops the values it has not yielded, as `Vec::drain` does.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// wheel.insert(10, "a");
+    /// wheel.insert(20, "b");
+    /// let mut all: Vec<_> = wheel.drain().collect();
+    /// all.sort();
+    /// assert_eq!(all, [(10, "a"), (20, "b")]);
+    /// assert!(wheel.is_empty());
+    /// ```
+    pub fn drain(&mut self) -> Drain<'_, T> {
+        self.forget_lists();
+        let remaining = self.nodes.entries.len();
+        Drain::new(self.nodes.entries.drain(), remaining)
+    }
+
+    /// Drops every pending timer. Keys stay stale forever; the clock is kept.
+    ///
+    /// If a value's `Drop` panics, the remaining values are still dropped
+    /// and the wheel is left empty and usable.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let key = wheel.insert(10, ());
+    /// wheel.clear();
+    /// assert!(wheel.is_empty() && !wheel.contains(key));
+    /// ```
+    pub fn clear(&mut self) {
+        self.forget_lists();
+        // The arena's drain resets its bookkeeping before dropping anything,
+        // so a panicking `Drop` cannot leave it inconsistent.
+        drop(self.nodes.entries.drain());
+    }
+
+    /// An iterator over every pending timer's key, deadline and value, in no
+    /// particular order.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let key = wheel.insert(3, "x");
+    /// let all: Vec<_> = wheel.iter().collect();
+    /// assert_eq!(all, [(key, 3, &"x")]);
+    /// ```
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter::new(self.nodes.entries.iter(), self.nodes.entries.len())
+    }
+
+    #[inline]
+    pub(super) fn entry(&self, key: TimerKey) -> Option<&Entry<T>> {
+        self.nodes
+            .entries
+            .get(key.index)
+            .filter(|entry| entry.stamp == key.stamp)
+    }
+
+    #[inline]
+    pub(super) fn entry_mut(&mut self, key: TimerKey) -> Option<&mut Entry<T>> {
+        self.nodes
+            .entries
+            .get_mut(key.index)
+            .filter(|entry| entry.stamp == key.stamp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Wheel;
+    use crate::Tick;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn inserts_below_capacity_do_not_allocate_while_cancels_are_batched() {
+        let mut wheel = Wheel::with_capacity(4);
+        let capacity = wheel.capacity();
+        let keys: Vec<_> = (0..capacity)
+            .map(|i| wheel.insert(100 + i as Tick, i))
+            .collect();
+        // Not yet due: the unlink is batched and the node stays held.
+        assert_eq!(wheel.cancel(keys[0]), Some(0));
+        assert_eq!(wheel.cancelled_len, 1);
+        assert!(wheel.len() < wheel.capacity());
+        let key = wheel.insert(7, capacity);
+        assert_eq!(wheel.capacity(), capacity, "the insert grew the storage");
+        assert_eq!(key.index, keys[0].index);
+        assert!(!wheel.contains(keys[0]));
+        let fired: Vec<_> = wheel.advance(Tick::MAX).map(|e| e.value).collect();
+        let mut want = alloc::vec![capacity];
+        want.extend(1..capacity);
+        assert_eq!(fired, want);
+    }
+
+    #[test]
+    fn reserved_room_survives_batched_cancels() {
+        let mut wheel = Wheel::new();
+        let keys: Vec<_> = (0..40u64).map(|i| wheel.insert(100 + i, i)).collect();
+        for &key in &keys[..20] {
+            wheel.cancel(key);
+        }
+        assert!(wheel.cancelled_len > 0);
+        wheel.reserve(30);
+        let capacity = wheel.capacity();
+        assert!(capacity >= wheel.len() + 30);
+        for i in 0..30 {
+            wheel.insert(50, i);
+        }
+        assert_eq!(wheel.capacity(), capacity);
+        assert_eq!(wheel.len(), 50);
+    }
+}
