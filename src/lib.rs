@@ -52,6 +52,8 @@
 //!   `no_std` targets (an allocator is required).
 //! - `test-util`: `ManualClock` and `Timer::sync`, for deterministic tests of
 //!   code that uses a `Timer`.
+//! - `serde`: `Serialize` and `Deserialize` for the `persist` snapshot types
+//!   (and `MissedTicks`), so snapshots can be stored across restarts.
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -61,6 +63,9 @@ extern crate std;
 
 mod error;
 mod key;
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub mod persist;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod timer;

@@ -26,7 +26,11 @@ fn manual_inline() -> (ManualClock, Timer<Task, Inline>) {
     (clock, timer)
 }
 
-fn advance<E: Executor<Task>>(clock: &ManualClock, timer: &Timer<Task, E>, by: Duration) {
+fn advance<T: Send + 'static, E: Executor<T>>(
+    clock: &ManualClock,
+    timer: &Timer<T, E>,
+    by: Duration,
+) {
     clock.advance(by);
     timer.sync();
 }
@@ -274,4 +278,33 @@ fn a_panicking_value_factory_skips_one_run_only() {
     }
     assert_eq!(rx.try_iter().collect::<Vec<_>>(), [0, 2, 3]);
     assert_eq!(timer.stats().panicked, 1);
+}
+
+/// A fixed-rate grid that started in the past (before the timer's own tick
+/// 0): `Burst` makes up every past run at once, `Skip` one, and both then
+/// stay on the grid.
+#[test]
+fn a_grid_that_started_in_the_past_is_made_up_then_kept() {
+    for (missed, made_up) in [(MissedTicks::Burst, 4), (MissedTicks::Skip, 1)] {
+        let clock = ManualClock::new();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let timer = Timer::builder()
+            .clock(clock.clone())
+            .executor(tx)
+            .build()
+            .unwrap();
+        // Runs at -35, -25, -15 and -5 ms have passed; the next is at +5.
+        let first = now(&clock) - 35 * MS;
+        timer
+            .schedule_repeating_at(first, 10 * MS, missed, || 1u8)
+            .unwrap();
+        timer.sync();
+        assert_eq!(rx.try_iter().count(), made_up, "{missed:?}");
+        for _ in 0..4 {
+            advance(&clock, &timer, MS);
+        }
+        assert_eq!(rx.try_iter().count(), 0, "{missed:?}: early");
+        advance(&clock, &timer, MS);
+        assert_eq!(rx.try_iter().count(), 1, "{missed:?}: on the grid at +5 ms");
+    }
 }

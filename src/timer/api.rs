@@ -10,7 +10,7 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::executor::{Executor, Task};
-use super::job::Job;
+use super::job::{Job, Unfired};
 use super::owner::Owner;
 use super::pool::ThreadPool;
 use super::shard::{ShardCell, FINISHING, RUNNING, STOPPING};
@@ -354,7 +354,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn shutdown(&self) -> Vec<(Instant, T)> {
-        self.owner.stop(STOPPING)
+        pairs(self.owner.stop(STOPPING))
     }
 
     /// Like [`shutdown`](Self::shutdown), but first fires everything already
@@ -378,7 +378,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn shutdown_graceful(&self) -> Vec<(Instant, T)> {
-        self.owner.stop(FINISHING)
+        pairs(self.owner.stop(FINISHING))
     }
 }
 
@@ -448,4 +448,8 @@ impl<T: Send + 'static, E: Executor<T>> fmt::Debug for Timer<T, E> {
             )
             .finish_non_exhaustive()
     }
+}
+
+fn pairs<T>(unfired: Vec<Unfired<T>>) -> Vec<(Instant, T)> {
+    unfired.into_iter().map(|u| (u.deadline, u.value)).collect()
 }

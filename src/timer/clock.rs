@@ -3,7 +3,7 @@
 #[cfg(any(feature = "test-util", all(loom, test)))]
 use alloc::vec::Vec;
 use core::time::Duration;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use super::sync::thread;
 #[cfg(any(feature = "test-util", all(loom, test)))]
@@ -40,6 +40,20 @@ pub trait Clock: Send + Sync + 'static {
     /// Blocks the calling (driver) thread until `deadline`, an unpark, or
     /// a spurious wake-up, whichever comes first.
     fn sleep_until(&self, deadline: Option<Instant>);
+
+    /// The wall-clock time now: how deadlines are expressed across
+    /// processes (snapshots, restore). `Instant` never leaves the process.
+    /// The default is `SystemTime::now()`.
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// use tickwheel::timer::{Clock, SystemClock};
+    ///
+    /// assert!(SystemClock.wall_now() > SystemTime::UNIX_EPOCH);
+    /// ```
+    fn wall_now(&self) -> SystemTime {
+        SystemTime::now()
+    }
 }
 
 /// The monotonic system clock (`Instant::now`); sleeps with
@@ -177,6 +191,8 @@ pub struct ManualClock {
 #[derive(Debug)]
 struct ManualState {
     now: Instant,
+    /// The wall-clock time at `now`: it moves with it.
+    wall: SystemTime,
     /// Threads that have slept on this clock: woken on every advance.
     sleepers: Vec<Thread>,
 }
@@ -190,9 +206,27 @@ impl ManualClock {
     /// # let _ = clock;
     /// ```
     pub fn new() -> Self {
+        Self::with_wall_time(SystemTime::now())
+    }
+
+    /// A clock standing at the current instant, whose wall-clock time
+    /// ([`Clock::wall_now`]) is `wall`: for tests of what happens across a
+    /// restart (a later process is a clock with a later wall time).
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use tickwheel::timer::{Clock, ManualClock};
+    ///
+    /// let noon = SystemTime::UNIX_EPOCH + Duration::from_secs(12 * 3600);
+    /// let clock = ManualClock::with_wall_time(noon);
+    /// clock.advance(Duration::from_secs(60));
+    /// assert_eq!(clock.wall_now(), noon + Duration::from_secs(60));
+    /// ```
+    pub fn with_wall_time(wall: SystemTime) -> Self {
         ManualClock {
             inner: Arc::new(Mutex::new(ManualState {
                 now: Instant::now(),
+                wall,
                 sleepers: Vec::new(),
             })),
         }
@@ -213,6 +247,7 @@ impl ManualClock {
         let sleepers = {
             let mut state = self.inner.lock();
             state.now += by;
+            state.wall += by;
             state.sleepers.clone()
         };
         for thread in sleepers {
@@ -232,6 +267,10 @@ impl Default for ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
         self.inner.lock().now
+    }
+
+    fn wall_now(&self) -> SystemTime {
+        self.inner.lock().wall
     }
 
     fn sleep_until(&self, deadline: Option<Instant>) {

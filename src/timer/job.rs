@@ -36,6 +36,7 @@ use crate::Tick;
 /// assert_eq!(MissedTicks::default(), MissedTicks::Burst);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum MissedTicks {
     /// Run every missed run, back to back, until caught up; the schedule
     /// stays `first + n × period`.
@@ -91,12 +92,16 @@ const PARKED: Tick = Tick::MAX;
 
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Cadence {
-    /// Run `runs` is due at `base + runs × period` (ticks).
+    /// Run `runs` is due at `base + runs × period` (ticks), after `owed`
+    /// runs made up at once: runs of a grid that started before this
+    /// timer's tick 0 (a restored job, or `schedule_repeating_at` in the
+    /// past), which the wheel's `u64` ticks cannot express.
     Rate {
         base: Tick,
         runs: u64,
         period: u64,
         missed: MissedTicks,
+        owed: u64,
     },
     /// The next run is due `delay` after the previous one finished.
     Delay { delay_ticks: u64, run: DelayRun },
@@ -121,10 +126,30 @@ impl Cadence {
     pub(super) fn fire(&mut self, deadline: Tick, now: Tick, now_up: Tick) -> Tick {
         match self {
             Cadence::Rate {
+                owed: owed @ 1..,
                 base,
                 runs,
                 period,
                 missed,
+            } => {
+                *owed -= 1;
+                if *owed > 0 {
+                    return now;
+                }
+                // The last owed run: back on the grid, or (Delay) a period
+                // after this run.
+                if *missed == MissedTicks::Delay {
+                    *base = now_up.saturating_add(*period);
+                    *runs = 0;
+                }
+                base.saturating_add(runs.saturating_mul(*period))
+            }
+            Cadence::Rate {
+                base,
+                runs,
+                period,
+                missed,
+                ..
             } => match missed {
                 MissedTicks::Burst => {
                     *runs += 1;
@@ -163,9 +188,12 @@ impl Cadence {
     /// now, or `None` if it stays parked until the run in progress ends.
     pub(super) fn reset(&mut self, deadline: Tick) -> Option<Tick> {
         match self {
-            Cadence::Rate { base, runs, .. } => {
+            Cadence::Rate {
+                base, runs, owed, ..
+            } => {
                 *base = deadline;
                 *runs = 0;
+                *owed = 0;
                 Some(deadline)
             }
             Cadence::Delay {
@@ -192,6 +220,15 @@ impl Cadence {
                 DelayRun::Waiting => None,
             },
             Cadence::Rate { .. } => None,
+        }
+    }
+
+    /// A fixed-rate timer's period (ticks) and policy; `None` for fixed
+    /// delay.
+    pub(super) fn rate(&self) -> Option<(u64, MissedTicks)> {
+        match *self {
+            Cadence::Rate { period, missed, .. } => Some((period, missed)),
+            Cadence::Delay { .. } => None,
         }
     }
 
@@ -228,4 +265,13 @@ impl<T> Job<T> {
             Job::Once(_) => unreachable!("a repeating schedule made a one-shot job"),
         }
     }
+}
+
+/// A timer taken out unfired (shutdown, or copied out for a snapshot): its
+/// next deadline, its fixed-rate period and policy if it repeats at a
+/// fixed rate, and its value (for a repeating timer, one from its factory).
+pub(crate) struct Unfired<T> {
+    pub(crate) deadline: std::time::Instant,
+    pub(crate) every: Option<(core::time::Duration, MissedTicks)>,
+    pub(crate) value: T,
 }

@@ -18,6 +18,7 @@
 //! | `clock.rs` | [`Clock`] and the clocks that come with the crate |
 //! | `executor.rs`, `pool.rs` | [`Executor`], the provided executors, [`Undelivered`] values |
 //! | `stats.rs`, `error.rs` | [`Stats`], errors |
+//! | `export.rs` | what the persistence layer reads out: unfired timers, the clock |
 //! | `sync.rs` | the one facade over std and loom primitives |
 //!
 //! Guarantees, each stated where it is implemented: a timer never fires
@@ -34,6 +35,7 @@ mod clock;
 mod driver;
 mod error;
 mod executor;
+mod export;
 mod job;
 #[cfg(all(test, any(loom, feature = "test-util")))]
 mod models;
@@ -56,6 +58,7 @@ pub use clock::ManualClock;
 pub use clock::{Clock, SpinningClock, SystemClock};
 pub use error::{BuildError, ScheduleError, ScheduleErrorKind};
 pub use executor::{Executor, Inline, Rejected, Task, Undelivered, Why};
+pub(crate) use job::Unfired;
 pub use job::{Factory, MissedTicks};
 pub use pool::ThreadPool;
 pub use stats::{Lateness, Stats};

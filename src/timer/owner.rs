@@ -3,9 +3,9 @@
 //! drains the wheels.
 
 use alloc::vec::Vec;
-use std::time::Instant;
 
 use super::executor::{Executor, Why};
+use super::job::Unfired;
 use super::shard::{Shared, FINISHING, RUNNING};
 use super::sync::{thread, Arc, JoinHandle, Mutex, Ordering};
 use super::{Expired, TimerHandle};
@@ -21,7 +21,7 @@ impl<T: Send + 'static, E: Executor<T>> Owner<T, E> {
     /// Moves the state to `how` (if still running), stops and joins the
     /// driver, and returns what never fired. Only the first call does
     /// anything; later ones return nothing.
-    pub(super) fn stop(&self, how: u8) -> Vec<(Instant, T)> {
+    pub(super) fn stop(&self, how: u8) -> Vec<Unfired<T>> {
         let shared = &self.shared;
         if shared
             .state
@@ -54,11 +54,11 @@ impl<T: Send + 'static, E: Executor<T>> Owner<T, E> {
 
 impl<T: Send + 'static, E: Executor<T>> Drop for Owner<T, E> {
     fn drop(&mut self) {
-        for (deadline, value) in self.stop(super::shard::STOPPING) {
+        for unfired in self.stop(super::shard::STOPPING) {
             let fired = Expired {
                 key: DROPPED,
-                deadline,
-                value,
+                deadline: unfired.deadline,
+                value: unfired.value,
             };
             self.shared.undelivered(fired, Why::Dropped);
         }

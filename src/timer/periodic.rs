@@ -37,12 +37,14 @@
 use alloc::boxed::Box;
 use alloc::sync::Arc as StdArc;
 use core::time::Duration;
+use std::time::Instant;
 
 use super::executor::{Executor, Task};
 use super::job::{Cadence, DelayRun, Factory, Job, Make, MissedTicks, Repeat};
 use super::shard::Shared;
 use super::sync::Arc;
 use super::{ScheduleError, ScheduleErrorKind, Timer, TimerHandle};
+use crate::Tick;
 
 fn zero_period<T: 'static>(make: Make<T>) -> ScheduleError<Factory<T>> {
     ScheduleError::new(ScheduleErrorKind::ZeroPeriod, Box::new(move || make(None)))
@@ -94,23 +96,93 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         missed: MissedTicks,
         make: impl Fn() -> T + Send + Sync + 'static,
     ) -> Result<TimerHandle, ScheduleError<Factory<T>>> {
+        let time = &self.owner.shared.time;
+        let first = time
+            .now()
+            .checked_add(first_delay)
+            .unwrap_or_else(|| time.instant_of(Tick::MAX));
+        self.repeat_from(first, period, missed, make)
+    }
+
+    /// Like [`schedule_repeating`](Self::schedule_repeating), with the first
+    /// run at `first`, an instant of this timer's clock. Runs on the grid
+    /// `first + n × period` that are already past when it is scheduled
+    /// count as missed: `missed` decides (with [`MissedTicks::Burst`] they
+    /// all run at once, back to back).
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule_repeating`](Self::schedule_repeating).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let (timer, ready) = tickwheel::Timer::with_channel()?;
+    /// let on_the_hour = Instant::now() + Duration::from_millis(5);
+    /// timer.schedule_repeating_at(on_the_hour, Duration::from_secs(3600), MissedTicks::Skip, || "report")?;
+    /// assert_eq!(ready.recv()?, "report");
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn schedule_repeating_at(
+        &self,
+        first: Instant,
+        period: Duration,
+        missed: MissedTicks,
+        make: impl Fn() -> T + Send + Sync + 'static,
+    ) -> Result<TimerHandle, ScheduleError<Factory<T>>> {
+        self.repeat_from(first, period, missed, make)
+    }
+
+    /// A fixed-rate timer on the grid `first + n × period`. Runs of the
+    /// grid already past are owed: all of them (`Burst`) or one, made up at
+    /// once, then the grid goes on from its first point in the future.
+    fn repeat_from(
+        &self,
+        first: Instant,
+        period: Duration,
+        missed: MissedTicks,
+        make: impl Fn() -> T + Send + Sync + 'static,
+    ) -> Result<TimerHandle, ScheduleError<Factory<T>>> {
         let make: Make<T> = StdArc::new(move |_| make());
         if period.is_zero() {
             return Err(zero_period(make));
         }
-        let shared = &self.owner.shared;
-        let first = shared.time.deadline_after(first_delay);
+        let time = &self.owner.shared.time;
+        let now = time.now();
+        let (next_on_grid, owed) = match now.checked_duration_since(first) {
+            Some(late) => {
+                let past = u64::try_from(late.as_nanos() / period.as_nanos())
+                    .unwrap_or(u64::MAX)
+                    .saturating_add(1);
+                let next = u32::try_from(past)
+                    .ok()
+                    .and_then(|n| period.checked_mul(n))
+                    .and_then(|ahead| first.checked_add(ahead))
+                    .unwrap_or(now + period);
+                let owed = match missed {
+                    MissedTicks::Burst => past,
+                    MissedTicks::Skip | MissedTicks::Delay => 1,
+                };
+                (next, owed)
+            }
+            None => (first, 0),
+        };
+        let base = time.tick_at(next_on_grid);
+        let file_at = if owed > 0 { time.tick_at(now) } else { base };
         let job = Job::Repeat(Box::new(Repeat {
             make,
             cadence: Cadence::Rate {
-                base: first,
+                base,
                 runs: 0,
-                period: shared.time.ticks_in(period),
+                period: time.ticks_in(period),
                 missed,
+                owed,
             },
         }));
-        shared
-            .insert(first, job)
+        self.owner
+            .shared
+            .insert(file_at, job)
             .map_err(|err| err.map(Job::into_factory))
     }
 }

@@ -36,10 +36,9 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::panic::AssertUnwindSafe;
 use std::panic::catch_unwind;
-use std::time::Instant;
 
 use super::executor::{Executor, Undelivered, UndeliveredHook, Why};
-use super::job::Job;
+use super::job::{Job, Unfired};
 use super::stats::Counters;
 use super::sync::{
     AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Mutex, MutexGuard, Ordering, Thread,
@@ -208,10 +207,10 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         }
     }
 
-    /// Takes every timer out of every shard, as `(deadline, value)`. Value
-    /// factories run after the locks are released; one that panics loses
-    /// that value, which is counted in `Stats::panicked` and `dropped`.
-    pub(super) fn drain_all(&self) -> Vec<(Instant, T)> {
+    /// Takes every timer out of every shard. Value factories run after the
+    /// locks are released; one that panics loses that value, which is
+    /// counted in `Stats::panicked` and `dropped`.
+    pub(super) fn drain_all(&self) -> Vec<Unfired<T>> {
         let mut jobs = Vec::new();
         for cell in self.shards.iter() {
             let mut wheel = cell.lock.lock();
@@ -220,24 +219,36 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         }
         self.release_reservation(jobs.len());
         jobs.into_iter()
-            .filter_map(|(deadline, job)| {
-                let (deadline, value) = match job {
-                    Job::Once(value) => (deadline, value),
-                    Job::Repeat(repeat) => {
-                        let deadline = repeat.cadence.next_run(deadline);
-                        match catch_unwind(AssertUnwindSafe(|| (repeat.make)(None))) {
-                            Ok(value) => (deadline, value),
-                            Err(_) => {
-                                self.counters.panicked.fetch_add(1, Ordering::Relaxed);
-                                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                                return None;
-                            }
-                        }
-                    }
-                };
-                Some((self.time.instant_of(deadline), value))
-            })
+            .filter_map(|(deadline, job)| self.unfired(deadline, job))
             .collect()
+    }
+
+    /// A job out of its wheel as `Unfired`, making a repeating job's value
+    /// (outside every lock).
+    pub(super) fn unfired(&self, deadline: Tick, job: Job<T>) -> Option<Unfired<T>> {
+        let (deadline, every, value) = match job {
+            Job::Once(value) => (deadline, None, value),
+            Job::Repeat(repeat) => {
+                let deadline = repeat.cadence.next_run(deadline);
+                let every = repeat
+                    .cadence
+                    .rate()
+                    .map(|(ticks, missed)| (self.time.duration_of(ticks), missed));
+                match catch_unwind(AssertUnwindSafe(|| (repeat.make)(None))) {
+                    Ok(value) => (deadline, every, value),
+                    Err(_) => {
+                        self.counters.panicked.fetch_add(1, Ordering::Relaxed);
+                        self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                        return None;
+                    }
+                }
+            }
+        };
+        Some(Unfired {
+            deadline: self.time.instant_of(deadline),
+            every,
+            value,
+        })
     }
 }
 

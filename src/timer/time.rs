@@ -103,6 +103,12 @@ impl TimeSource {
         (nanos / self.tick_nanos, nanos.div_ceil(self.tick_nanos))
     }
 
+    /// The length of `ticks` ticks (saturating).
+    pub(super) fn duration_of(&self, ticks: u64) -> Duration {
+        let nanos = u128::from(ticks) * u128::from(self.tick_nanos);
+        u64::try_from(nanos).map_or(Duration::MAX, Duration::from_nanos)
+    }
+
     /// The instant tick `tick` starts (far in the future if that overflows).
     pub(super) fn instant_of(&self, tick: Tick) -> Instant {
         let nanos = u128::from(tick) * u128::from(self.tick_nanos);

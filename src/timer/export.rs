@@ -1,0 +1,67 @@
+//! What the persistence layer (`crate::persist`) reads out of a timer: every
+//! unfired timer, copied live or taken at shutdown, and the clock's two
+//! faces (`Instant` inside the process, wall time across processes).
+
+use alloc::vec::Vec;
+use std::time::{Instant, SystemTime};
+
+use super::executor::Executor;
+use super::job::{Job, Make, Unfired};
+use super::shard::STOPPING;
+use super::Timer;
+use crate::Tick;
+
+impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
+    /// A copy of every pending timer, taken without stopping the timer.
+    ///
+    /// One-shot values are cloned while their shard is locked (the one
+    /// place user code runs under a shard lock: `T::clone` must not call
+    /// back into this timer); a repeating timer's value is made by its
+    /// factory after the lock is released.
+    pub(crate) fn copy_unfired(&self) -> Vec<Unfired<T>>
+    where
+        T: Clone,
+    {
+        let shared = &self.owner.shared;
+        let mut copies = Vec::new();
+        let mut repeating: Vec<(Tick, Job<T>)> = Vec::new();
+        for cell in shared.shards.iter() {
+            let wheel = cell.lock.lock();
+            for (_, deadline, job) in wheel.iter() {
+                match job {
+                    Job::Once(value) => copies.push(Unfired {
+                        deadline: shared.time.instant_of(deadline),
+                        every: None,
+                        value: value.clone(),
+                    }),
+                    Job::Repeat(repeat) => repeating.push((
+                        deadline,
+                        Job::Repeat(alloc::boxed::Box::new(super::job::Repeat {
+                            make: Make::clone(&repeat.make),
+                            cadence: repeat.cadence,
+                        })),
+                    )),
+                }
+            }
+        }
+        copies.extend(
+            repeating
+                .into_iter()
+                .filter_map(|(deadline, job)| shared.unfired(deadline, job)),
+        );
+        copies
+    }
+
+    /// Stops the timer as [`shutdown`](Self::shutdown) does, keeping each
+    /// unfired timer's period.
+    pub(crate) fn shutdown_unfired(&self) -> Vec<Unfired<T>> {
+        self.owner.stop(STOPPING)
+    }
+
+    /// The clock's time now, as an `Instant` and as wall time, read as
+    /// close together as possible.
+    pub(crate) fn clock_now(&self) -> (Instant, SystemTime) {
+        let clock = &self.owner.shared.time.clock;
+        (clock.now(), clock.wall_now())
+    }
+}
