@@ -42,6 +42,10 @@ fn with_channel_infers_the_value_type() -> Result<(), AnyError> {
     queue.schedule(MS, 5u16)?;
     let ready: Receiver<u16> = ready;
     assert_eq!(ready.recv_timeout(Duration::from_secs(5))?, 5);
+    // Named up front, where nothing later fixes the type.
+    let (queue, ready) = tickwheel::timer::delay_queue::<&str>()?;
+    drop(queue);
+    assert!(ready.recv().is_err(), "the queue's sender is gone with it");
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! Restart safety: a [`Snapshot`] of every pending job in wall-clock time,
-//! and [`Timer::restore`] with a [`MisfirePolicy`] for jobs that fell due
-//! while the process was down.
+//! [`Timer::restore`] with a [`MisfirePolicy`] for jobs that fell due
+//! while the process was down, and [`DurableTimer`], whose jobs survive a
+//! crash through an fsync'd journal (`journal.rs`, format in `format.rs`).
 //!
 //! A `Timer` keeps deadlines as `Instant`s, which mean nothing in the next
 //! process. A snapshot converts each one to `SystemTime` through the
@@ -42,6 +43,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod format;
+mod journal;
 mod restore;
 
 use alloc::vec::Vec;
@@ -50,6 +53,8 @@ use std::time::{Instant, SystemTime};
 
 use crate::timer::{Executor, MissedTicks, Timer};
 
+pub use format::Damage;
+pub use journal::{DurableHandle, DurableTimer, JournalError, Payload, Recovery, SyncPolicy};
 pub use restore::{
     MisfirePolicy, OnMissed, Outcome, Reschedule, RestoreError, RestoreFailure, RestoreReport,
 };

@@ -87,9 +87,9 @@ impl<T> fmt::Debug for OnMissed<T> {
 /// ```
 #[derive(Debug, Clone)]
 pub struct MisfirePolicy<T> {
-    threshold: Duration,
-    on_missed: OnMissed<T>,
-    max_catch_up: u64,
+    pub(super) threshold: Duration,
+    pub(super) on_missed: OnMissed<T>,
+    pub(super) max_catch_up: u64,
 }
 
 impl<T> Default for MisfirePolicy<T> {
@@ -254,7 +254,7 @@ pub struct RestoreReport<T> {
 /// use std::time::SystemTime;
 /// use tickwheel::persist::{MisfirePolicy, Snapshot};
 ///
-/// let (timer, _fired) = tickwheel::Timer::with_channel::<u8>()?;
+/// let (timer, _fired) = tickwheel::timer::delay_queue::<u8>()?;
 /// let alien = Snapshot { version: 99, taken_at: SystemTime::now(), jobs: Vec::new() };
 /// let err = timer.restore(alien, &MisfirePolicy::default()).unwrap_err();
 /// assert_eq!(err.to_string(), "snapshot has format version 99, this crate reads 1");

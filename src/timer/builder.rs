@@ -328,3 +328,23 @@ impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
         Ok((timer, receiver))
     }
 }
+
+/// [`Timer::with_channel`] with the value type named up front, for when
+/// nothing later in the code fixes it: `delay_queue::<Order>()` (the type
+/// parameter belongs to this function, so it takes a turbofish, which
+/// `Timer::with_channel` cannot).
+///
+/// # Errors
+///
+/// [`BuildError::Spawn`] if the driver thread cannot be spawned.
+///
+/// ```
+/// let (queue, ready) = tickwheel::timer::delay_queue::<u64>()?;
+/// assert!(ready.is_empty());
+/// # drop(queue);
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+pub fn delay_queue<T: Send + 'static>(
+) -> Result<(Timer<T, crossbeam_channel::Sender<T>>, super::Receiver<T>), BuildError> {
+    Timer::with_channel()
+}

@@ -51,6 +51,9 @@ pub enum ScheduleErrorKind {
     /// A repeating timer was given a zero period or delay: it would run in
     /// a busy loop.
     ZeroPeriod,
+    /// A durable timer could not write the job to its journal
+    /// ([`DurableTimer`](crate::persist::DurableTimer)).
+    Journal,
 }
 
 impl<T> ScheduleError<T> {
@@ -113,7 +116,7 @@ impl<T> ScheduleError<T> {
         self.kind == ScheduleErrorKind::Shutdown
     }
 
-    pub(super) fn map<U>(self, f: impl FnOnce(T) -> U) -> ScheduleError<U> {
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> ScheduleError<U> {
         let kind = self.kind;
         ScheduleError::new(kind, f(self.into_inner()))
     }
@@ -139,6 +142,7 @@ impl fmt::Display for ScheduleErrorKind {
             ScheduleErrorKind::Full => "timer is full",
             ScheduleErrorKind::Shutdown => "timer is shut down",
             ScheduleErrorKind::ZeroPeriod => "period of a repeating timer must not be zero",
+            ScheduleErrorKind::Journal => "journal could not be written",
         })
     }
 }
