@@ -322,7 +322,7 @@ impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
     /// ```
     ///
     /// [`Receiver`]: super::Receiver
-    pub fn with_channel() -> Result<(Self, super::Receiver<T>), BuildError> {
+    pub fn with_channel() -> Result<(DelayQueue<T>, super::Receiver<T>), BuildError> {
         let (sender, receiver) = crossbeam_channel::unbounded();
         let timer = Timer::builder().executor(sender).build()?;
         Ok((timer, receiver))
@@ -344,7 +344,19 @@ impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
 /// # drop(queue);
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
-pub fn delay_queue<T: Send + 'static>(
-) -> Result<(Timer<T, crossbeam_channel::Sender<T>>, super::Receiver<T>), BuildError> {
+pub fn delay_queue<T: Send + 'static>() -> Result<(DelayQueue<T>, super::Receiver<T>), BuildError> {
     Timer::with_channel()
 }
+
+/// A timer whose fired values go down a channel: what
+/// [`Timer::with_channel`] and [`delay_queue`] make.
+///
+/// ```
+/// use tickwheel::timer::DelayQueue;
+///
+/// struct Orders {
+///     timeouts: DelayQueue<u64>,
+/// }
+/// # let _ = |o: Orders| o.timeouts;
+/// ```
+pub type DelayQueue<T> = Timer<T, crossbeam_channel::Sender<T>>;
