@@ -101,7 +101,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
             .now()
             .checked_add(first_delay)
             .unwrap_or_else(|| time.instant_of(Tick::MAX));
-        self.repeat_from(first, period, missed, make)
+        self.schedule_repeating_at(first, period, missed, make)
     }
 
     /// Like [`schedule_repeating`](Self::schedule_repeating), with the first
@@ -131,19 +131,9 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         missed: MissedTicks,
         make: impl Fn() -> T + Send + Sync + 'static,
     ) -> Result<TimerHandle, ScheduleError<Factory<T>>> {
-        self.repeat_from(first, period, missed, make)
-    }
-
-    /// A fixed-rate timer on the grid `first + n × period`. Runs of the
-    /// grid already past are owed: all of them (`Burst`) or one, made up at
-    /// once, then the grid goes on from its first point in the future.
-    fn repeat_from(
-        &self,
-        first: Instant,
-        period: Duration,
-        missed: MissedTicks,
-        make: impl Fn() -> T + Send + Sync + 'static,
-    ) -> Result<TimerHandle, ScheduleError<Factory<T>>> {
+        // Runs of the grid already past are owed: all of them (`Burst`) or
+        // one, made up at once; then the grid goes on from its first point
+        // in the future (ticks cannot express a grid before tick 0).
         let make: Make<T> = StdArc::new(move |_| make());
         if period.is_zero() {
             return Err(zero_period(make));
