@@ -311,8 +311,10 @@ impl<T: Send + 'static> Executor<Job<T>> for RunAndRecord<T> {
 /// later: delivery is at least once.** A job whose handler ran, or was
 /// running, when the process died, without its `done` reaching the disk,
 /// runs again after the restart, and so does a job whose handler
-/// panicked (it never completed). A job whose cancel was called before the
-/// crash stays cancelled, even if its cancel had lost to the fire.
+/// panicked (it never completed). A cancel that found its job pending is
+/// journaled before the timer acts, so that job stays cancelled after a
+/// crash (even if the fire wins the race that follows); a cancel that came
+/// too late (the job had been taken to run) writes nothing.
 ///
 /// With [`SyncPolicy::Every`] the same holds for a process crash (the
 /// kernel keeps what was written), and a machine crash loses at most the

@@ -178,18 +178,30 @@ impl<T> Wheel<T> {
     /// up to `now`; once none is left, the cursor is at `now` and the late
     /// list joins the due list. The same steps the next `poll` would take,
     /// done now so that queries need not.
+    ///
+    /// O(1) when the cursor is already at `now` (the common case after a
+    /// reset or cancel): every event then lies after it (invariants 2 and
+    /// 4), so there is nothing to process.
     #[inline]
     pub(super) fn catch_up(&mut self) {
         let due = self.lists.due;
         if !self.nodes.is_empty(due) {
             return;
         }
-        while self.process_next_event() {
-            if !self.nodes.is_empty(due) {
-                return;
+        if self.elapsed < self.now {
+            while self.process_next_event() {
+                if !self.nodes.is_empty(due) {
+                    return;
+                }
             }
+            self.elapsed = self.now;
+        } else {
+            debug_assert!(
+                self.next_event().is_none_or(|(at, _)| at > self.now),
+                "an event at or before now {} with the cursor there",
+                self.now
+            );
         }
-        self.elapsed = self.now;
         self.nodes.append(due, self.lists.late);
     }
 
