@@ -197,7 +197,7 @@ impl<T> Wheel<T> {
             self.elapsed = self.now;
         } else {
             debug_assert!(
-                self.next_event().is_none_or(|(at, _)| at > self.now),
+                self.next_event().map_or(true, |(at, _)| at > self.now),
                 "an event at or before now {} with the cursor there",
                 self.now
             );
