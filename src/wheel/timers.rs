@@ -103,7 +103,7 @@ impl<T> Wheel<T> {
             // timers: unlink now.
             self.unlink(key.index);
             let value = self.nodes.entries.take(key.index).value;
-            self.catch_up();
+            self.catch_up_cold();
             return Some(value);
         }
         // In a slot or the overflow list: the value comes out now, the
@@ -139,13 +139,19 @@ impl<T> Wheel<T> {
     /// assert!(!wheel.reset(idle, 900)); // fired: stale
     /// ```
     pub fn reset(&mut self, key: TimerKey, deadline: Tick) -> bool {
+        let now = self.now;
         let Some(entry) = self.entry_mut(key) else {
             return false;
         };
+        let was_due = entry.deadline <= now;
         entry.deadline = deadline;
         self.unlink(key.index);
         self.file_new(key.index, deadline);
-        self.catch_up();
+        if was_due {
+            // It may have been the last due timer (invariant 7). A timer
+            // in a slot leaves the due list as it was.
+            self.catch_up_cold();
+        }
         true
     }
 
