@@ -1,7 +1,8 @@
 //! Restart safety: a [`Snapshot`] of every pending job in wall-clock time,
 //! [`Timer::restore`] with a [`MisfirePolicy`] for jobs that fell due
 //! while the process was down, and [`DurableTimer`], whose jobs survive a
-//! crash through an fsync'd journal (`journal.rs`, format in `format.rs`).
+//! crash through an fsync'd journal (`durable.rs`, the file in `journal.rs`,
+//! its format in `format.rs`).
 //!
 //! A `Timer` keeps deadlines as `Instant`s, which mean nothing in the next
 //! process. A snapshot converts each one to `SystemTime` through the
@@ -43,8 +44,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod durable;
 mod format;
 mod journal;
+mod payload;
 mod restore;
 
 use alloc::vec::Vec;
@@ -53,8 +56,10 @@ use std::time::{Instant, SystemTime};
 
 use crate::timer::{Executor, MissedTicks, Timer};
 
+pub use durable::{DurableHandle, DurableTimer, Recovery};
 pub use format::Damage;
-pub use journal::{DurableHandle, DurableTimer, JournalError, Payload, Recovery, SyncPolicy};
+pub use journal::{JournalError, SyncPolicy};
+pub use payload::Payload;
 pub use restore::{
     MisfirePolicy, OnMissed, Outcome, Reschedule, RestoreError, RestoreFailure, RestoreReport,
 };

@@ -1,0 +1,477 @@
+//! [`DurableTimer`]: delayed jobs that survive a crash, through an
+//! append-only journal of schedule, cancel, reset and done records in a
+//! file the user names (format in `format.rs`).
+//!
+//! The guarantee and the order of writes are stated on [`DurableTimer`],
+//! where users read them. The file side is in `journal.rs`.
+
+use alloc::boxed::Box;
+use alloc::string::ToString;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::time::Duration;
+use std::io;
+use std::path::Path;
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use std::time::SystemTime;
+
+use super::format::{Damage, Record};
+use super::journal::{
+    compact, replay, spawn_flusher, Job, JournalError, Log, RunAndRecord, SyncPolicy,
+};
+use super::payload::Payload;
+use super::{MisfirePolicy, Outcome, PendingJob, Snapshot};
+use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer, TimerHandle};
+
+/// What [`DurableTimer::open`] found and did.
+///
+/// ```
+/// fn log(recovery: &tickwheel::persist::Recovery<u64>) {
+///     println!(
+///         "restored {} jobs, {} damaged stretches skipped",
+///         recovery.outcomes.len(),
+///         recovery.damage.len()
+///     );
+/// }
+/// # let _ = log;
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Recovery<T> {
+    /// Per restored job: its id and what the misfire policy did with it.
+    pub outcomes: Vec<(u64, Outcome)>,
+    /// Missed jobs the policy dead-lettered, handed back (and written off
+    /// in the journal).
+    pub dead_letters: Vec<PendingJob<T>>,
+    /// Stretches of the file that did not decode and were skipped.
+    pub damage: Vec<Damage>,
+    /// Jobs whose stored payload did not decode, as `(id, bytes)`; written
+    /// off in the journal.
+    pub undecodable: Vec<(u64, Vec<u8>)>,
+}
+
+/// A handle to a durable job: for [`DurableTimer::cancel`] and
+/// [`DurableTimer::reset`]. `id` is the job's id in the journal, stable
+/// across restarts.
+///
+/// ```
+/// # fn f(h: tickwheel::persist::DurableHandle) -> u64 {
+/// h.id()
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DurableHandle {
+    handle: TimerHandle,
+    id: u64,
+}
+
+impl DurableHandle {
+    /// The job's id in the journal.
+    ///
+    /// ```
+    /// # fn f(h: tickwheel::persist::DurableHandle) -> u64 { h.id() }
+    /// ```
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+/// Delayed jobs that survive a crash: a [`Timer`] whose every schedule,
+/// cancel, reset and completed run is written to a journal (format in
+/// `src/persist/format.rs`).
+///
+/// # What is written when
+///
+/// | call | journal | then |
+/// |------|---------|------|
+/// | `schedule` | `schedule(id, due, payload)` | the job joins the timer; `schedule` returns |
+/// | `cancel` | `cancel(id)` | the job leaves the timer (if it has not fired) |
+/// | `reset` | `reset(id, due)` | the job moves |
+/// | a job fires | nothing | the handler runs, and when it returns: `done(id)` |
+/// | `open` | a compacted file: the id watermark and the pending jobs | the jobs are restored |
+///
+/// Intent is written before the timer acts, and `done` only after the
+/// handler has returned. So, with [`SyncPolicy::Always`], **every job
+/// whose `schedule` returned is, after a crash, either run (its handler
+/// returned and `done` was written), cancelled, or restored and run
+/// later: delivery is at least once.** A job whose handler ran, or was
+/// running, when the process died, without its `done` reaching the disk,
+/// runs again after the restart, and so does a job whose handler
+/// panicked (it never completed). A cancel that found its job pending is
+/// journaled before the timer acts, so that job stays cancelled after a
+/// crash (even if the fire wins the race that follows); a cancel that came
+/// too late (the job had been taken to run) writes nothing.
+///
+/// With [`SyncPolicy::Every`] the same holds for a process crash (the
+/// kernel keeps what was written), and a machine crash loses at most the
+/// records of the last interval; [`SyncPolicy::Never`] leaves it to the
+/// operating system.
+///
+/// # Opening
+///
+/// [`DurableTimer::open`] replays the journal (skipping and reporting any
+/// torn or damaged record), compacts it to the jobs still pending (written
+/// to a new file, synced, then renamed over the old one), and restores
+/// them with a [`MisfirePolicy`]. Jobs the policy discards or dead-letters
+/// are written off as cancelled; the dead letters are handed back.
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::persist::{DurableTimer, MisfirePolicy, SyncPolicy};
+///
+/// let dir = std::env::temp_dir().join(format!("tickwheel-durable-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("orders.journal");
+/// let (tx, closed) = std::sync::mpsc::channel();
+/// let tx = std::sync::Mutex::new(tx);
+/// let (orders, _) = DurableTimer::open(&path, SyncPolicy::Always, &MisfirePolicy::default(), move |order: u64| {
+///     tx.lock().unwrap().send(order).unwrap();
+/// })?;
+/// let unpaid = orders.schedule(Duration::from_millis(5), 17)?;
+/// let paid = orders.schedule(Duration::from_secs(900), 18)?;
+/// assert_eq!(orders.cancel(paid), Some(18));
+/// assert_eq!(closed.recv_timeout(Duration::from_secs(5))?, 17);
+/// # let _ = unpaid;
+/// drop(orders);
+/// // Nothing left to restore: 17 ran, 18 was cancelled.
+/// let (again, recovery) = DurableTimer::<u64>::open(&path, SyncPolicy::Always, &MisfirePolicy::default(), |_| {})?;
+/// assert!(recovery.outcomes.is_empty());
+/// # drop(again);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct DurableTimer<T: Send + 'static> {
+    timer: Timer<Job<T>, RunAndRecord<T>>,
+    log: Arc<Log>,
+    next_id: AtomicU64,
+    flusher: Option<JoinHandle<()>>,
+}
+
+impl<T> DurableTimer<T>
+where
+    T: Payload + Clone + Send + Sync + 'static,
+{
+    /// Opens (or creates) the journal at `path`, replays and compacts it,
+    /// and restores its pending jobs under `misfire`. `handler` runs each
+    /// job when it fires, on the timer's driver thread (hand slow work
+    /// off); when it returns, the job is recorded as done.
+    ///
+    /// # Errors
+    ///
+    /// [`JournalError`] if the file is not a journal, has another format
+    /// version, cannot be read, written or renamed, or the timer cannot
+    /// start. Damaged records are not an error: they are skipped and
+    /// reported in [`Recovery::damage`].
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-open-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let (jobs, recovery) = tickwheel::persist::DurableTimer::<String>::open(
+    ///     dir.join("jobs.journal"),
+    ///     tickwheel::persist::SyncPolicy::Every(std::time::Duration::from_millis(10)),
+    ///     &Default::default(),
+    ///     |job| println!("run {job}"),
+    /// )?;
+    /// assert!(recovery.damage.is_empty());
+    /// # drop(jobs);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(
+        path: impl AsRef<Path>,
+        sync: SyncPolicy,
+        misfire: &MisfirePolicy<T>,
+        handler: impl Fn(T) + Send + Sync + 'static,
+    ) -> Result<(Self, Recovery<T>), JournalError> {
+        Self::open_with_clock(path, sync, misfire, SystemClock, handler)
+    }
+
+    /// [`open`](Self::open) with the timer on `clock` (a `ManualClock` in
+    /// tests).
+    ///
+    /// # Errors
+    ///
+    /// As [`open`](Self::open).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-clock-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// use tickwheel::persist::{DurableTimer, SyncPolicy};
+    /// use tickwheel::timer::SystemClock;
+    ///
+    /// let (jobs, _) = DurableTimer::<u64>::open_with_clock(
+    ///     dir.join("j"), SyncPolicy::Never, &Default::default(), SystemClock, |_| {},
+    /// )?;
+    /// # drop(jobs);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with_clock(
+        path: impl AsRef<Path>,
+        sync: SyncPolicy,
+        misfire: &MisfirePolicy<T>,
+        clock: impl Clock,
+        handler: impl Fn(T) + Send + Sync + 'static,
+    ) -> Result<(Self, Recovery<T>), JournalError> {
+        let path = path.as_ref();
+        let replayed = replay(path)?;
+        let mut recovery = Recovery {
+            outcomes: Vec::new(),
+            dead_letters: Vec::new(),
+            damage: replayed.damage,
+            undecodable: Vec::new(),
+        };
+        let mut jobs = Vec::new();
+        let mut live = Vec::new();
+        for (id, (due, payload)) in replayed.pending {
+            match T::decode(&payload) {
+                Some(value) => {
+                    live.push(Record::Schedule { id, due, payload });
+                    jobs.push(PendingJob {
+                        due,
+                        repeat: None,
+                        value: Job { id, value },
+                    });
+                }
+                None => recovery.undecodable.push((id, payload)),
+            }
+        }
+        let file = compact(path, replayed.max_id, &live)?;
+        let log = Arc::new(Log {
+            file: Mutex::new(file),
+            sync,
+            dirty: AtomicBool::new(false),
+            write_errors: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+        });
+        let timer = Timer::builder()
+            .clock(clock)
+            .executor(RunAndRecord {
+                handler: Box::new(handler),
+                log: Arc::clone(&log),
+            })
+            .build()
+            .map_err(JournalError::Build)?;
+        let flusher = match sync {
+            SyncPolicy::Every(every) => Some(spawn_flusher(Arc::clone(&log), every)?),
+            _ => None,
+        };
+        let durable = DurableTimer {
+            timer,
+            log,
+            next_id: AtomicU64::new(replayed.max_id.saturating_add(1)),
+            flusher,
+        };
+        let ids: Vec<u64> = jobs.iter().map(|job| job.value.id).collect();
+        let policy = job_policy(misfire);
+        let snapshot = Snapshot {
+            version: Snapshot::<Job<T>>::VERSION,
+            taken_at: SystemTime::UNIX_EPOCH,
+            jobs,
+        };
+        let report = durable
+            .timer
+            .restore(snapshot, &policy)
+            .map_err(|err| JournalError::Io(io::Error::other(err.to_string())))?;
+        for (&id, outcome) in ids.iter().zip(&report.outcomes) {
+            if matches!(outcome, Outcome::Discarded | Outcome::DeadLettered) {
+                durable.log.append(&Record::Cancel { id })?;
+            }
+            recovery.outcomes.push((id, *outcome));
+        }
+        for (id, _) in &recovery.undecodable {
+            durable.log.append(&Record::Cancel { id: *id })?;
+        }
+        recovery.dead_letters = report
+            .dead_letters
+            .into_iter()
+            .map(|job| PendingJob {
+                due: job.due,
+                repeat: None,
+                value: job.value.value,
+            })
+            .collect();
+        Ok((durable, recovery))
+    }
+
+    /// Schedules `value` to run after `delay`; the journal has the job
+    /// (synced, with [`SyncPolicy::Always`]) before this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError`] with the value: the timer is full or shut down, or
+    /// the journal could not be written ([`ScheduleErrorKind::Journal`]).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-sched-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Always, &Default::default(), |_| {})?;
+    /// let job = jobs.schedule(std::time::Duration::from_secs(900), 17)?;
+    /// assert_eq!(jobs.pending(), 1);
+    /// # let _ = job; drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule(&self, delay: Duration, value: T) -> Result<DurableHandle, ScheduleError<T>> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (now, wall) = self.timer.clock_now();
+        let due = wall.checked_add(delay).unwrap_or(wall);
+        let deadline = now.checked_add(delay).unwrap_or(now);
+        let record = Record::Schedule {
+            id,
+            due,
+            payload: value.encode(),
+        };
+        if self.log.append(&record).is_err() {
+            return Err(ScheduleError::new(ScheduleErrorKind::Journal, value));
+        }
+        match self.timer.schedule_at(deadline, Job { id, value }) {
+            Ok(handle) => Ok(DurableHandle { handle, id }),
+            Err(err) => {
+                // Written off, so a restart does not resurrect it.
+                let _ = self.log.append(&Record::Cancel { id });
+                Err(err.map(|job| job.value))
+            }
+        }
+    }
+
+    /// Cancels a job: `Some(value)` if it will never run, `None` if it has
+    /// run or is running, or the handle is stale. The cancel is in the
+    /// journal before the timer acts, so a cancelled job never comes back
+    /// after a restart.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-cancel-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Always, &Default::default(), |_| {})?;
+    /// let job = jobs.schedule(std::time::Duration::from_secs(900), 17)?;
+    /// assert_eq!(jobs.cancel(job), Some(17));
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cancel(&self, handle: DurableHandle) -> Option<T> {
+        if !self.timer.is_pending(handle.handle) {
+            return None;
+        }
+        if self.log.append(&Record::Cancel { id: handle.id }).is_err() {
+            self.log.write_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        self.timer.cancel(handle.handle).map(|job| job.value)
+    }
+
+    /// Moves a pending job to `delay` from now; `false` if it has run, is
+    /// running, or the handle is stale.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-reset-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Always, &Default::default(), |_| {})?;
+    /// let job = jobs.schedule(std::time::Duration::from_secs(900), 17)?;
+    /// assert!(jobs.reset(job, std::time::Duration::from_secs(1800)));
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reset(&self, handle: DurableHandle, delay: Duration) -> bool {
+        if !self.timer.is_pending(handle.handle) {
+            return false;
+        }
+        let (now, wall) = self.timer.clock_now();
+        let due = wall.checked_add(delay).unwrap_or(wall);
+        if self
+            .log
+            .append(&Record::Reset { id: handle.id, due })
+            .is_err()
+        {
+            self.log.write_errors.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        self.timer
+            .reset_at(handle.handle, now.checked_add(delay).unwrap_or(now))
+    }
+
+    /// Jobs pending in the timer.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-pending-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
+    /// assert_eq!(jobs.pending(), 0);
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pending(&self) -> usize {
+        self.timer.pending()
+    }
+
+    /// Records that could not be written from the driver thread (a `done`
+    /// after a run) or synced by the background flusher. Each such job may
+    /// run again after a restart.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-errors-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
+    /// assert_eq!(jobs.write_errors(), 0);
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_errors(&self) -> u64 {
+        self.log.write_errors.load(Ordering::Relaxed)
+    }
+}
+
+impl<T: Send + 'static> Drop for DurableTimer<T> {
+    /// Stops the timer (pending jobs stay in the journal for the next
+    /// open), stops the flusher and syncs the journal.
+    fn drop(&mut self) {
+        drop(self.timer.shutdown_unfired());
+        self.log.stop.store(true, Ordering::Release);
+        if let Some(flusher) = self.flusher.take() {
+            flusher.thread().unpark();
+            let _ = flusher.join();
+        }
+        if self.log.lock().sync_data().is_err() {
+            self.log.write_errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<T: Send + 'static> fmt::Debug for DurableTimer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DurableTimer")
+            .field("timer", &self.timer)
+            .field("sync", &self.log.sync)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The misfire policy for jobs wrapped with their ids: the same settings;
+/// a reschedule function sees the job without its id.
+fn job_policy<T: Clone + Send + Sync + 'static>(
+    policy: &MisfirePolicy<T>,
+) -> MisfirePolicy<Job<T>> {
+    use super::OnMissed;
+    let on_missed = match policy.on_missed.clone() {
+        OnMissed::FireNow => OnMissed::FireNow,
+        OnMissed::Spread(window) => OnMissed::Spread(window),
+        OnMissed::Discard => OnMissed::Discard,
+        OnMissed::DeadLetter => OnMissed::DeadLetter,
+        OnMissed::Reschedule(pick) => OnMissed::Reschedule(Arc::new(
+            move |job: &PendingJob<Job<T>>, now: SystemTime| {
+                let plain = PendingJob {
+                    due: job.due,
+                    repeat: job.repeat,
+                    value: job.value.value.clone(),
+                };
+                pick(&plain, now)
+            },
+        )),
+    };
+    MisfirePolicy {
+        threshold: policy.threshold,
+        on_missed,
+        max_catch_up: policy.max_catch_up,
+    }
+}
