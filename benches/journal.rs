@@ -61,7 +61,10 @@ fn main() {
 
     for (name, sync) in [
         ("durable, sync never", SyncPolicy::Never),
-        ("durable, sync every 10 ms", SyncPolicy::Every(Duration::from_millis(10))),
+        (
+            "durable, sync every 10 ms",
+            SyncPolicy::Every(Duration::from_millis(10)),
+        ),
         ("durable, sync always", SyncPolicy::Always),
     ] {
         let path = journal_path(&name.replace([' ', ','], "_"));
