@@ -2,9 +2,10 @@
 //!
 //! Each order gets a durable timeout ([`DurableTimer`], journaled with
 //! fsync on every operation): unless it is paid first, it closes. About 70%
-//! of orders are paid before their timeout (a payment cancels it). Every
-//! outcome goes to a ledger file beside the journal, the way a real service
-//! would write to its database.
+//! of orders are paid before their timeout (a payment is recorded, then
+//! cancels the timeout; the close handler skips paid orders). Every outcome
+//! goes to a ledger file beside the journal, the way a real service would
+//! write to its database.
 //!
 //! ```text
 //! rm -f /tmp/orders.journal*
@@ -141,13 +142,23 @@ fn main() -> Result<(), Box<dyn core::error::Error>> {
     // earlier run may have journaled just before it was killed.
     let run = before.runs + 1;
     ledger.write("run", run);
+    // What a real service reads from its database: the close handler
+    // skips orders already paid (a payment recorded just before a kill may
+    // not have reached the timer).
+    let paid_orders: Arc<Mutex<HashSet<u64>>> =
+        Arc::new(Mutex::new(before.paid.keys().copied().collect()));
     let closer = Arc::clone(&ledger);
+    let is_paid = Arc::clone(&paid_orders);
     let started = Instant::now();
     let (orders, recovery) = DurableTimer::open(
         &options.journal,
         SyncPolicy::Always,
         &MisfirePolicy::default(),
-        move |order: u64| closer.write("closed", order),
+        move |order: u64| {
+            if !is_paid.lock().unwrap().contains(&order) {
+                closer.write("closed", order);
+            }
+        },
     )?;
     println!(
         "journal {}: {} orders already created, {} timeouts restored, {} damaged stretches skipped",
@@ -175,9 +186,12 @@ fn main() -> Result<(), Box<dyn core::error::Error>> {
         let payer_orders = Arc::clone(&orders);
         let handle = thread::spawn(move || {
             for (order, handle) in paid {
-                if payer_orders.cancel(handle).is_some() {
-                    ledger.write("paid", order);
-                }
+                // The payment is recorded first, then the timeout cancelled:
+                // a kill between the two leaves a paid order whose timeout
+                // still fires, and the close handler skips it.
+                paid_orders.lock().unwrap().insert(order);
+                ledger.write("paid", order);
+                let _ = payer_orders.cancel(handle);
             }
         });
         (orders, handle)
