@@ -9,31 +9,15 @@ use core::time::Duration;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use tickwheel::timer::{
-    Executor, Inline, ManualClock, MissedTicks, ScheduleErrorKind, Task, ThreadPool,
-};
+use tickwheel::timer::{Inline, ManualClock, MissedTicks, ScheduleErrorKind, ThreadPool};
 use tickwheel::Timer;
 
+#[allow(dead_code)]
+#[path = "support/timers.rs"]
+mod timers;
+use timers::{advance, channel_timer, manual_inline};
+
 const MS: Duration = Duration::from_millis(1);
-
-fn manual_inline() -> (ManualClock, Timer<Task, Inline>) {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .executor(Inline)
-        .build()
-        .unwrap();
-    (clock, timer)
-}
-
-fn advance<T: Send + 'static, E: Executor<T>>(
-    clock: &ManualClock,
-    timer: &Timer<T, E>,
-    by: Duration,
-) {
-    clock.advance(by);
-    timer.sync();
-}
 
 fn now(clock: &ManualClock) -> Instant {
     use tickwheel::timer::Clock;
@@ -257,13 +241,7 @@ fn a_zero_period_is_refused_with_the_factory_handed_back() {
 /// run only; it is counted, and later runs come as usual.
 #[test]
 fn a_panicking_value_factory_skips_one_run_only() {
-    let clock = ManualClock::new();
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .executor(tx)
-        .build()
-        .unwrap();
+    let (clock, timer, rx) = channel_timer();
     let calls = AtomicUsize::new(0);
     timer
         .schedule_repeating(MS, MS, MissedTicks::Burst, move || {
@@ -286,13 +264,7 @@ fn a_panicking_value_factory_skips_one_run_only() {
 #[test]
 fn a_grid_that_started_in_the_past_is_made_up_then_kept() {
     for (missed, made_up) in [(MissedTicks::Burst, 4), (MissedTicks::Skip, 1)] {
-        let clock = ManualClock::new();
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let timer = Timer::builder()
-            .clock(clock.clone())
-            .executor(tx)
-            .build()
-            .unwrap();
+        let (clock, timer, rx) = channel_timer();
         // Runs at -35, -25, -15 and -5 ms have passed; the next is at +5.
         let first = now(&clock) - 35 * MS;
         timer

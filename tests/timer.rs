@@ -17,19 +17,12 @@ use tickwheel::timer::{
 };
 use tickwheel::Timer;
 
-const MS: Duration = Duration::from_millis(1);
+#[allow(dead_code)]
+#[path = "support/timers.rs"]
+mod timers;
+use timers::{advance, channel_timer, manual_inline};
 
-/// A timer on a manual clock whose fired values come out of a channel.
-fn channel_timer<T: Send + 'static>() -> (ManualClock, Timer<T, Sender<T>>, Receiver<T>) {
-    let clock = ManualClock::new();
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .executor(tx)
-        .build()
-        .unwrap();
-    (clock, timer, rx)
-}
+const MS: Duration = Duration::from_millis(1);
 
 /// A timer on a manual clock that records each fired value with its
 /// deadline.
@@ -47,15 +40,6 @@ fn recording_timer<T: Send + 'static>() -> (
         .build()
         .unwrap();
     (clock, timer, rx)
-}
-
-fn advance<T: Send + 'static, E: tickwheel::timer::Executor<T>>(
-    clock: &ManualClock,
-    timer: &Timer<T, E>,
-    by: Duration,
-) {
-    clock.advance(by);
-    timer.sync();
 }
 
 #[test]
@@ -234,12 +218,7 @@ fn cancelling_a_repeating_timer_stops_future_runs() {
 
 #[test]
 fn fixed_delay_measures_from_the_end_of_each_run() {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .executor(Inline)
-        .build()
-        .unwrap();
+    let (clock, timer) = manual_inline();
     let runs = Arc::new(Mutex::new(Vec::new()));
     let (t0, log, run_clock) = (clock_now(&clock), Arc::clone(&runs), clock.clone());
     let handle = timer

@@ -12,6 +12,11 @@ use std::sync::Mutex;
 use tickwheel::timer::{BuildError, Clock, Inline, ManualClock, Receiver, Undelivered, Why};
 use tickwheel::Timer;
 
+#[allow(dead_code)]
+#[path = "support/timers.rs"]
+mod timers;
+use timers::manual_inline;
+
 const MS: Duration = Duration::from_millis(1);
 
 type AnyError = Box<dyn core::error::Error + Send + Sync>;
@@ -53,12 +58,7 @@ fn with_channel_infers_the_value_type() -> Result<(), AnyError> {
 /// pending; and it resets to an instant.
 #[test]
 fn handles_answer_when_and_whether() {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .executor(Inline)
-        .build()
-        .unwrap();
+    let (clock, timer) = manual_inline();
     let t0 = clock.now();
     let job = timer.run_after(10 * MS, || ()).unwrap();
     assert!(timer.is_pending(job));

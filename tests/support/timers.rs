@@ -1,0 +1,43 @@
+//! Timers on a manual clock, shared by the std-layer test files
+//! (`tests/timer.rs`, `tests/periodic.rs`, `tests/usage.rs`): time moves
+//! only when a test says so, and `advance` waits for the driver's pass.
+
+use core::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+use tickwheel::timer::{Executor, Inline, ManualClock, Task};
+use tickwheel::Timer;
+
+/// A timer of closures run on the driver thread.
+pub(crate) fn manual_inline() -> (ManualClock, Timer<Task, Inline>) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(Inline)
+        .build()
+        .unwrap();
+    (clock, timer)
+}
+
+/// A timer whose fired values come out of a channel.
+pub(crate) fn channel_timer<T: Send + 'static>() -> (ManualClock, Timer<T, Sender<T>>, Receiver<T>)
+{
+    let clock = ManualClock::new();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(tx)
+        .build()
+        .unwrap();
+    (clock, timer, rx)
+}
+
+/// Moves the clock and waits until the driver has handled the new time.
+pub(crate) fn advance<T: Send + 'static, E: Executor<T>>(
+    clock: &ManualClock,
+    timer: &Timer<T, E>,
+    by: Duration,
+) {
+    clock.advance(by);
+    timer.sync();
+}
