@@ -2,7 +2,10 @@
 //! fsync policy, beside the same pairs on a plain `Timer`, in one criterion
 //! run. Each contender holds 10 000 live jobs 10 minutes ahead (untimed);
 //! each measured pair schedules a job 30 s ahead and cancels it, so it
-//! writes two records (schedule, cancel) to the journal.
+//! writes two records (schedule, cancel) to the journal. A second group
+//! runs the same pairs from 4 threads at once on one `DurableTimer` with
+//! `SyncPolicy::Always`, where one fsync covers every record written
+//! before it began (group commit).
 //!
 //! ```text
 //! cargo bench --bench journal
@@ -15,6 +18,7 @@ extern crate alloc;
 
 use core::time::Duration;
 use std::path::PathBuf;
+use std::time::Instant;
 
 use criterion::{Criterion, Throughput};
 use tickwheel::persist::{DurableTimer, MisfirePolicy, SyncPolicy};
@@ -23,6 +27,7 @@ use tickwheel::Timer;
 
 const LIVE: u64 = 10_000;
 const TIMEOUT: Duration = Duration::from_secs(30);
+const THREADS: u64 = 4;
 
 struct Discard;
 
@@ -79,6 +84,42 @@ fn main() {
                 value += 1;
                 let handle = durable.schedule(TIMEOUT, value).unwrap();
                 durable.cancel(handle).unwrap();
+            })
+        });
+        drop(durable);
+        let _ = std::fs::remove_file(&path);
+    }
+    group.finish();
+
+    let mut group = criterion.benchmark_group("journal/schedule_cancel_4_threads");
+    group.throughput(Throughput::Elements(1));
+    for (name, sync) in [
+        ("durable, sync never", SyncPolicy::Never),
+        ("durable, sync always", SyncPolicy::Always),
+    ] {
+        let path = journal_path(&format!("threads_{}", name.replace([' ', ','], "_")));
+        let (durable, _) =
+            DurableTimer::<u64>::open(&path, sync, &MisfirePolicy::default(), |_| {}).unwrap();
+        for value in 0..LIVE {
+            durable.schedule(Duration::from_secs(600), value).unwrap();
+        }
+        group.bench_function(name, |b| {
+            b.iter_custom(|pairs| {
+                let per_thread = pairs.div_ceil(THREADS);
+                let start = Instant::now();
+                std::thread::scope(|scope| {
+                    for thread in 0..THREADS {
+                        let durable = &durable;
+                        scope.spawn(move || {
+                            for i in 0..per_thread {
+                                let value = (thread << 40) | i;
+                                let handle = durable.schedule(TIMEOUT, value).unwrap();
+                                durable.cancel(handle).unwrap();
+                            }
+                        });
+                    }
+                });
+                start.elapsed()
             })
         });
         drop(durable);

@@ -116,6 +116,72 @@ fn overdue_jobs_follow_the_misfire_policy() {
     assert!(restored.is_empty(), "a dead letter came back");
 }
 
+/// Under steady churn the journal compacts itself: its size stays under
+/// the floor, and a reopen finds exactly the jobs still pending.
+#[test]
+fn the_journal_compacts_itself_under_churn() {
+    const FLOOR: u64 = 64 << 10;
+    let dir = Scratch::new("churn");
+    let path = dir.path("j");
+    let (timer, _) =
+        DurableTimer::<u64>::open(&path, SyncPolicy::Never, &Default::default(), |_| {}).unwrap();
+    timer.set_compaction_floor(FLOOR);
+    let kept: Vec<u64> = (0..100)
+        .map(|v| timer.schedule(Duration::from_secs(3600), v).unwrap().id())
+        .collect();
+    let mut largest = 0;
+    for value in 1000..21_000 {
+        let job = timer.schedule(Duration::from_secs(3600), value).unwrap();
+        assert_eq!(timer.cancel(job), Some(value));
+        largest = largest.max(timer.journal_len());
+    }
+    assert!(largest <= FLOOR, "the journal grew to {largest} bytes");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), timer.journal_len());
+    drop(timer);
+    let (_, mut restored, _) = open(&path, &MisfirePolicy::default());
+    restored.sort_unstable();
+    assert_eq!(restored, kept);
+}
+
+/// A job taken to run, whose `done` is not written yet, is neither in the
+/// timer nor finished: compaction must keep it, or a crash during its run
+/// would lose it.
+#[test]
+fn compaction_keeps_a_job_that_is_running() {
+    let dir = Scratch::new("running");
+    let path = dir.path("j");
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let (finish_tx, finish) = std::sync::mpsc::channel::<()>();
+    let (started_tx, finish) = (Mutex::new(started_tx), Mutex::new(finish));
+    let (timer, _) = DurableTimer::<u64>::open(
+        &path,
+        SyncPolicy::Always,
+        &Default::default(),
+        move |value| {
+            started_tx.lock().unwrap().send(value).unwrap();
+            finish.lock().unwrap().recv().unwrap();
+        },
+    )
+    .unwrap();
+    let running = timer.schedule(Duration::from_millis(1), 1).unwrap();
+    let cancelled = timer.schedule(Duration::from_secs(3600), 2).unwrap();
+    assert_eq!(timer.cancel(cancelled), Some(2));
+    assert_eq!(started.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
+    timer.compact().unwrap();
+    // What a crash now would leave: the compacted file as it is.
+    let copy = dir.path("copy");
+    std::fs::copy(&path, &copy).unwrap();
+    finish_tx.send(()).unwrap();
+    drop(timer);
+    let (_again, restored, ran) = open(&copy, &MisfirePolicy::default());
+    assert_eq!(restored, [running.id()]);
+    wait_for(&ran, 1);
+    assert_eq!(*ran.lock().unwrap(), [1]);
+    // And once its run is done, the job is gone for good.
+    let (_, restored, _) = open(&path, &MisfirePolicy::default());
+    assert!(restored.is_empty(), "{restored:?}");
+}
+
 #[test]
 fn files_that_are_not_journals_are_refused_and_left_alone() {
     let dir = Scratch::new("refuse");
@@ -249,6 +315,8 @@ fn crash_child() {
         move |id: u64| ran(format!("R {id}")),
     )
     .unwrap();
+    // Compact often, so that kills land before, during and after it.
+    timer.set_compaction_floor(4096);
     let mut rng = Rng(std::process::id() as u64 | 1);
     let mut handles = Vec::new();
     // Values unique across children, so that a run (which reports its

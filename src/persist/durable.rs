@@ -10,18 +10,15 @@ use alloc::string::ToString;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 use std::io;
 use std::path::Path;
-use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
 use super::format::{Damage, Record};
-use super::journal::{
-    compact, replay, spawn_flusher, Job, JournalError, Log, RunAndRecord, SyncPolicy,
-};
+use super::journal::{replay, spawn_flusher, Job, JournalError, Log, RunAndRecord, SyncPolicy};
 use super::payload::Payload;
 use super::{MisfirePolicy, Outcome, PendingJob, Snapshot};
 use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer, TimerHandle};
@@ -92,6 +89,7 @@ impl DurableHandle {
 /// | `reset` | `reset(id, due)` | the job moves |
 /// | a job fires | nothing | the handler runs, and when it returns: `done(id)` |
 /// | `open` | a compacted file: the id watermark and the pending jobs | the jobs are restored |
+/// | the file outgrows its jobs | the same compaction, at run time | appends go on in the new file |
 ///
 /// Intent is written before the timer acts, and `done` only after the
 /// handler has returned. So, with [`SyncPolicy::Always`], **every job
@@ -218,6 +216,7 @@ where
     ) -> Result<(Self, Recovery<T>), JournalError> {
         let path = path.as_ref();
         let replayed = replay(path)?;
+        let mut folded = replayed.folded;
         let mut recovery = Recovery {
             outcomes: Vec::new(),
             dead_letters: Vec::new(),
@@ -225,28 +224,22 @@ where
             undecodable: Vec::new(),
         };
         let mut jobs = Vec::new();
-        let mut live = Vec::new();
-        for (id, (due, payload)) in replayed.pending {
-            match T::decode(&payload) {
-                Some(value) => {
-                    live.push(Record::Schedule { id, due, payload });
-                    jobs.push(PendingJob {
-                        due,
-                        repeat: None,
-                        value: Job { id, value },
-                    });
-                }
-                None => recovery.undecodable.push((id, payload)),
+        for (&id, (due, payload)) in &folded.pending {
+            match T::decode(payload) {
+                Some(value) => jobs.push(PendingJob {
+                    due: *due,
+                    repeat: None,
+                    value: Job { id, value },
+                }),
+                None => recovery.undecodable.push((id, payload.clone())),
             }
         }
-        let file = compact(path, replayed.max_id, &live)?;
-        let log = Arc::new(Log {
-            file: Mutex::new(file),
-            sync,
-            dirty: AtomicBool::new(false),
-            write_errors: AtomicU64::new(0),
-            stop: AtomicBool::new(false),
-        });
+        for (id, _) in &recovery.undecodable {
+            // Written off: handed back, and gone from the compacted file.
+            folded.apply(Record::Cancel { id: *id });
+        }
+        let next_id = folded.max_id.saturating_add(1);
+        let log = Arc::new(Log::open(path, folded, sync)?);
         let timer = Timer::builder()
             .clock(clock)
             .executor(RunAndRecord {
@@ -262,7 +255,7 @@ where
         let durable = DurableTimer {
             timer,
             log,
-            next_id: AtomicU64::new(replayed.max_id.saturating_add(1)),
+            next_id: AtomicU64::new(next_id),
             flusher,
         };
         let ids: Vec<u64> = jobs.iter().map(|job| job.value.id).collect();
@@ -278,12 +271,9 @@ where
             .map_err(|err| JournalError::Io(io::Error::other(err.to_string())))?;
         for (&id, outcome) in ids.iter().zip(&report.outcomes) {
             if matches!(outcome, Outcome::Discarded | Outcome::DeadLettered) {
-                durable.log.append(&Record::Cancel { id })?;
+                durable.log.append(Record::Cancel { id })?;
             }
             recovery.outcomes.push((id, *outcome));
-        }
-        for (id, _) in &recovery.undecodable {
-            durable.log.append(&Record::Cancel { id: *id })?;
         }
         recovery.dead_letters = report
             .dead_letters
@@ -324,14 +314,14 @@ where
             due,
             payload: value.encode(),
         };
-        if self.log.append(&record).is_err() {
+        if self.log.append(record).is_err() {
             return Err(ScheduleError::new(ScheduleErrorKind::Journal, value));
         }
         match self.timer.schedule_at(deadline, Job { id, value }) {
             Ok(handle) => Ok(DurableHandle { handle, id }),
             Err(err) => {
                 // Written off, so a restart does not resurrect it.
-                let _ = self.log.append(&Record::Cancel { id });
+                let _ = self.log.append(Record::Cancel { id });
                 Err(err.map(|job| job.value))
             }
         }
@@ -355,7 +345,7 @@ where
         if !self.timer.is_pending(handle.handle) {
             return None;
         }
-        if self.log.append(&Record::Cancel { id: handle.id }).is_err() {
+        if self.log.append(Record::Cancel { id: handle.id }).is_err() {
             self.log.write_errors.fetch_add(1, Ordering::Relaxed);
         }
         self.timer.cancel(handle.handle).map(|job| job.value)
@@ -381,7 +371,7 @@ where
         let due = wall.checked_add(delay).unwrap_or(wall);
         if self
             .log
-            .append(&Record::Reset { id: handle.id, due })
+            .append(Record::Reset { id: handle.id, due })
             .is_err()
         {
             self.log.write_errors.fetch_add(1, Ordering::Relaxed);
@@ -422,6 +412,76 @@ where
     }
 }
 
+impl<T: Send + 'static> DurableTimer<T> {
+    /// Rewrites the journal now to the jobs still pending (and those taken
+    /// to run whose `done` is not written yet), as [`open`](Self::open)
+    /// does. There is rarely a need: the journal compacts itself when it
+    /// is larger than the [compaction floor](Self::set_compaction_floor)
+    /// and more than twice the size of its pending jobs, which keeps it
+    /// bounded at an amortized O(1) cost per record. Schedules, cancels and
+    /// resets wait while it runs.
+    ///
+    /// # Errors
+    ///
+    /// The file could not be written, synced or renamed; the journal
+    /// keeps appending to the old file.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-compact-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
+    /// for order in 0..100 {
+    ///     let job = jobs.schedule(std::time::Duration::from_secs(900), order)?;
+    ///     jobs.cancel(job);
+    /// }
+    /// let before = jobs.journal_len();
+    /// jobs.compact()?;
+    /// assert!(jobs.journal_len() < before);
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn compact(&self) -> io::Result<()> {
+        self.log.compact()
+    }
+
+    /// The journal file's size in bytes.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-len-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
+    /// let empty = jobs.journal_len();
+    /// jobs.schedule(std::time::Duration::from_secs(900), 17)?;
+    /// assert!(jobs.journal_len() > empty);
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn journal_len(&self) -> u64 {
+        self.log.len()
+    }
+
+    /// Sets the size in bytes below which the journal never compacts
+    /// itself (default 1 MiB). Above it, an append that finds the file
+    /// more than twice the size of its pending jobs compacts it.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-floor-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
+    /// jobs.set_compaction_floor(64 << 10);
+    /// for order in 0..10_000 {
+    ///     let job = jobs.schedule(std::time::Duration::from_secs(900), order)?;
+    ///     jobs.cancel(job);
+    /// }
+    /// assert!(jobs.journal_len() <= 64 << 10);
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_compaction_floor(&self, bytes: u64) {
+        self.log.set_compact_floor(bytes);
+    }
+}
+
 impl<T: Send + 'static> Drop for DurableTimer<T> {
     /// Stops the timer (pending jobs stay in the journal for the next
     /// open), stops the flusher and syncs the journal.
@@ -432,7 +492,7 @@ impl<T: Send + 'static> Drop for DurableTimer<T> {
             flusher.thread().unpark();
             let _ = flusher.join();
         }
-        if self.log.lock().sync_data().is_err() {
+        if self.log.sync_all().is_err() {
             self.log.write_errors.fetch_add(1, Ordering::Relaxed);
         }
     }

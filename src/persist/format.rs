@@ -73,27 +73,40 @@ pub(super) fn header() -> [u8; 8] {
 
 /// Appends `record`, framed, to `out`.
 pub(super) fn encode(record: &Record, out: &mut Vec<u8>) {
+    match record {
+        Record::Schedule { id, due, payload } => encode_schedule(*id, *due, payload, out),
+        Record::Cancel { id } => frame(2, *id, out, |_| {}),
+        Record::Reset { id, due } => frame(3, *id, out, |out| encode_time(*due, out)),
+        Record::Done { id } => frame(4, *id, out, |_| {}),
+        Record::Watermark { id } => frame(5, *id, out, |_| {}),
+    }
+}
+
+/// Appends a schedule record, framed, to `out` (without building a
+/// [`Record`], so compaction need not copy payloads).
+pub(super) fn encode_schedule(id: u64, due: SystemTime, payload: &[u8], out: &mut Vec<u8>) {
+    frame(1, id, out, |out| {
+        encode_time(due, out);
+        out.extend_from_slice(payload);
+    });
+}
+
+/// The framed size of a schedule record with a payload of `payload` bytes.
+pub(super) const fn schedule_len(payload: usize) -> u64 {
+    (FRAME + 1 + 8 + TIME + payload) as u64
+}
+
+/// A due time: `i64` seconds and `u32` nanoseconds.
+const TIME: usize = 12;
+
+fn frame(kind: u8, id: u64, out: &mut Vec<u8>, rest: impl FnOnce(&mut Vec<u8>)) {
     let start = out.len();
     out.extend_from_slice(&MARKER);
     out.extend_from_slice(&[0; 8]); // length and CRC, filled in below
     let body = out.len();
-    let (kind, id) = match record {
-        Record::Schedule { id, .. } => (1u8, id),
-        Record::Cancel { id } => (2, id),
-        Record::Reset { id, .. } => (3, id),
-        Record::Done { id } => (4, id),
-        Record::Watermark { id } => (5, id),
-    };
     out.push(kind);
     out.extend_from_slice(&id.to_le_bytes());
-    match record {
-        Record::Schedule { due, payload, .. } => {
-            encode_time(*due, out);
-            out.extend_from_slice(payload);
-        }
-        Record::Reset { due, .. } => encode_time(*due, out),
-        Record::Cancel { .. } | Record::Done { .. } | Record::Watermark { .. } => {}
-    }
+    rest(out);
     let len = (out.len() - body) as u32;
     let crc = crc32(&out[body..]);
     out[start + 4..start + 8].copy_from_slice(&len.to_le_bytes());

@@ -113,43 +113,195 @@ impl From<io::Error> for JournalError {
     }
 }
 
-/// The open journal file and its sync state.
+/// The journal as replayed: the jobs still pending and the highest id used.
+/// Replay folds the file's records into it, and every append folds its
+/// record in too, so at run time it is what a replay of the file would
+/// give: compaction writes it out.
+#[derive(Default)]
+pub(super) struct Folded {
+    /// Per id, in schedule order: the due time and the encoded payload.
+    pub(super) pending: BTreeMap<u64, (SystemTime, Vec<u8>)>,
+    pub(super) max_id: u64,
+    /// Bytes the pending jobs take as schedule records.
+    live_len: u64,
+}
+
+impl Folded {
+    pub(super) fn apply(&mut self, record: Record) {
+        match record {
+            Record::Schedule { id, due, payload } => {
+                self.max_id = self.max_id.max(id);
+                self.live_len += format::schedule_len(payload.len());
+                if let Some((_, old)) = self.pending.insert(id, (due, payload)) {
+                    self.live_len -= format::schedule_len(old.len());
+                }
+            }
+            Record::Reset { id, due } => {
+                if let Some(job) = self.pending.get_mut(&id) {
+                    job.0 = due;
+                }
+            }
+            Record::Cancel { id } | Record::Done { id } => {
+                self.max_id = self.max_id.max(id);
+                if let Some((_, payload)) = self.pending.remove(&id) {
+                    self.live_len -= format::schedule_len(payload.len());
+                }
+            }
+            Record::Watermark { id } => self.max_id = self.max_id.max(id),
+        }
+    }
+}
+
+/// The journal file compacts itself when it is larger than this and more
+/// than twice the size of its pending jobs' records.
+pub(super) const COMPACT_FLOOR: u64 = 1 << 20;
+
+/// The open journal: the file, what it holds, and its sync state.
 pub(super) struct Log {
-    pub(super) file: Mutex<File>,
+    state: Mutex<Journal>,
     pub(super) sync: SyncPolicy,
+    /// How many appends the disk has, for `SyncPolicy::Always`; held while
+    /// syncing, so one fsync covers every append written before it began
+    /// (group commit).
+    synced: Mutex<u64>,
     /// Written since the last sync (for `SyncPolicy::Every`).
-    pub(super) dirty: AtomicBool,
+    dirty: AtomicBool,
     /// Records that could not be written (disk full, ...) from the
     /// driver thread, where nobody can be told.
     pub(super) write_errors: AtomicU64,
     pub(super) stop: AtomicBool,
+    compact_floor: AtomicU64,
+}
+
+struct Journal {
+    /// Shared with a syncer, which fsyncs outside the lock.
+    file: Arc<File>,
+    path: PathBuf,
+    folded: Folded,
+    /// Bytes in the file.
+    len: u64,
+    /// Appends so far.
+    appends: u64,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Log {
-    pub(super) fn lock(&self) -> MutexGuard<'_, File> {
-        self.file
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Compacts the journal at `path` to `folded` and opens it for
+    /// appending.
+    pub(super) fn open(path: &Path, folded: Folded, sync: SyncPolicy) -> io::Result<Log> {
+        let (file, len) = compact(path, &folded)?;
+        Ok(Log {
+            state: Mutex::new(Journal {
+                file: Arc::new(file),
+                path: path.to_path_buf(),
+                folded,
+                len,
+                appends: 0,
+            }),
+            sync,
+            synced: Mutex::new(0),
+            dirty: AtomicBool::new(false),
+            write_errors: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            compact_floor: AtomicU64::new(COMPACT_FLOOR),
+        })
     }
 
-    /// Appends one record and syncs as the policy says.
-    pub(super) fn append(&self, record: &Record) -> io::Result<()> {
+    /// Appends one record and syncs as the policy says; compacts the file
+    /// when it has grown past the floor and is mostly finished jobs.
+    pub(super) fn append(&self, record: Record) -> io::Result<()> {
         let mut bytes = Vec::with_capacity(64);
-        format::encode(record, &mut bytes);
-        let mut file = self.lock();
-        file.write_all(&bytes)?;
+        format::encode(&record, &mut bytes);
+        let appended = {
+            let mut journal = lock(&self.state);
+            let mut file: &File = &journal.file;
+            if let Err(err) = file.write_all(&bytes) {
+                // A partial write leaves a torn record, which a replay
+                // skips; later records still decode after it.
+                journal.len = file.metadata().map_or(journal.len, |meta| meta.len());
+                return Err(err);
+            }
+            journal.len += bytes.len() as u64;
+            journal.appends += 1;
+            journal.folded.apply(record);
+            let floor = self.compact_floor.load(Ordering::Relaxed);
+            if journal.len > floor && journal.len > 2 * journal.folded.live_len {
+                self.compact_locked(&mut journal)?;
+            }
+            journal.appends
+        };
         match self.sync {
-            SyncPolicy::Always => file.sync_data()?,
-            SyncPolicy::Every(_) => self.dirty.store(true, Ordering::Release),
-            SyncPolicy::Never => {}
+            SyncPolicy::Always => self.sync_through(appended),
+            SyncPolicy::Every(_) => {
+                self.dirty.store(true, Ordering::Release);
+                Ok(())
+            }
+            SyncPolicy::Never => Ok(()),
         }
+    }
+
+    /// Returns once the disk has append number `appended`: syncs unless
+    /// another thread's fsync, begun after that append, already covered it.
+    fn sync_through(&self, appended: u64) -> io::Result<()> {
+        let mut synced = lock(&self.synced);
+        if *synced >= appended {
+            return Ok(());
+        }
+        let (file, upto) = {
+            let journal = lock(&self.state);
+            (Arc::clone(&journal.file), journal.appends)
+        };
+        file.sync_data()?;
+        *synced = upto;
+        Ok(())
+    }
+
+    /// Syncs everything written so far.
+    pub(super) fn sync_all(&self) -> io::Result<()> {
+        self.dirty.store(false, Ordering::Release);
+        let appended = lock(&self.state).appends;
+        let mut synced = lock(&self.synced);
+        let file = Arc::clone(&lock(&self.state).file);
+        file.sync_data()?;
+        *synced = (*synced).max(appended);
         Ok(())
     }
 
     pub(super) fn sync_if_dirty(&self) {
-        if self.dirty.swap(false, Ordering::AcqRel) && self.lock().sync_data().is_err() {
-            self.write_errors.fetch_add(1, Ordering::Relaxed);
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            let file = Arc::clone(&lock(&self.state).file);
+            if file.sync_data().is_err() {
+                self.write_errors.fetch_add(1, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// Rewrites the file to the pending jobs now.
+    pub(super) fn compact(&self) -> io::Result<()> {
+        self.compact_locked(&mut lock(&self.state))
+    }
+
+    pub(super) fn set_compact_floor(&self, bytes: u64) {
+        self.compact_floor.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The file's size in bytes.
+    pub(super) fn len(&self) -> u64 {
+        lock(&self.state).len
+    }
+
+    fn compact_locked(&self, journal: &mut Journal) -> io::Result<()> {
+        let (file, len) = compact(&journal.path, &journal.folded)?;
+        // The compacted file was synced whole: nothing written so far
+        // needs another fsync.
+        journal.file = Arc::new(file);
+        journal.len = len;
+        Ok(())
     }
 }
 
@@ -173,16 +325,14 @@ pub(super) fn spawn_flusher(log: Arc<Log>, every: Duration) -> io::Result<JoinHa
 
 /// What a journal file holds.
 pub(super) struct Replayed {
-    pub(super) pending: BTreeMap<u64, (SystemTime, Vec<u8>)>,
-    pub(super) max_id: u64,
+    pub(super) folded: Folded,
     pub(super) damage: Vec<Damage>,
 }
 
 /// Reads and folds the journal at `path` (none: empty).
 pub(super) fn replay(path: &Path) -> Result<Replayed, JournalError> {
     let mut replayed = Replayed {
-        pending: BTreeMap::new(),
-        max_id: 0,
+        folded: Folded::default(),
         damage: Vec::new(),
     };
     let mut bytes = Vec::new();
@@ -209,34 +359,19 @@ pub(super) fn replay(path: &Path) -> Result<Replayed, JournalError> {
     let (records, damage) = format::decode_all(&bytes[8..], 8);
     replayed.damage = damage;
     for record in records {
-        match record {
-            Record::Schedule { id, due, payload } => {
-                replayed.max_id = replayed.max_id.max(id);
-                replayed.pending.insert(id, (due, payload));
-            }
-            Record::Reset { id, due } => {
-                if let Some(job) = replayed.pending.get_mut(&id) {
-                    job.0 = due;
-                }
-            }
-            Record::Cancel { id } | Record::Done { id } => {
-                replayed.max_id = replayed.max_id.max(id);
-                replayed.pending.remove(&id);
-            }
-            Record::Watermark { id } => replayed.max_id = replayed.max_id.max(id),
-        }
+        replayed.folded.apply(record);
     }
     Ok(replayed)
 }
 
-/// Writes a new journal holding only `live` (and the id watermark) next to
-/// `path`, syncs it and renames it over `path`; returns it open for
-/// appending.
-pub(super) fn compact(path: &Path, max_id: u64, live: &[Record]) -> io::Result<File> {
+/// Writes a new journal holding only the pending jobs of `folded` (and the
+/// id watermark) next to `path`, syncs it and renames it over `path`;
+/// returns it open for appending, with its length.
+fn compact(path: &Path, folded: &Folded) -> io::Result<(File, u64)> {
     let mut bytes = Vec::from(format::header());
-    format::encode(&Record::Watermark { id: max_id }, &mut bytes);
-    for record in live {
-        format::encode(record, &mut bytes);
+    format::encode(&Record::Watermark { id: folded.max_id }, &mut bytes);
+    for (&id, (due, payload)) in &folded.pending {
+        format::encode_schedule(id, *due, payload, &mut bytes);
     }
     let mut fresh = path.as_os_str().to_owned();
     fresh.push(".compacting");
@@ -253,7 +388,8 @@ pub(super) fn compact(path: &Path, max_id: u64, live: &[Record]) -> io::Result<F
             let _ = dir.sync_all();
         }
     }
-    OpenOptions::new().append(true).open(path)
+    let file = OpenOptions::new().append(true).open(path)?;
+    Ok((file, bytes.len() as u64))
 }
 
 /// A job inside the timer: its journal id and value.
@@ -276,7 +412,7 @@ impl<T: Send + 'static> Executor<Job<T>> for RunAndRecord<T> {
         // `done` is then not written and the job runs again after a
         // restart (at least once).
         (self.handler)(fired.value.value);
-        if self.log.append(&Record::Done { id }).is_err() {
+        if self.log.append(Record::Done { id }).is_err() {
             self.log.write_errors.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
