@@ -296,6 +296,30 @@ fn shutdown_returns_every_unfired_timer_and_refuses_new_ones() {
     assert!(timer.shutdown().is_empty());
 }
 
+/// A task run on the driver thread may park it (a channel `recv` does):
+/// the unpark that `shutdown` sends can then wake the task instead of the
+/// driver, and a driver that trusted the unpark slept for ever.
+#[test]
+fn shutdown_returns_when_a_task_parked_the_driver_thread() {
+    let (started_tx, started) = crossbeam_channel::bounded(1);
+    let timer = Timer::builder()
+        .executor(move |_: Expired<()>| {
+            started_tx.send(()).unwrap();
+            std::thread::park(); // returns on the next unpark of this thread
+        })
+        .build()
+        .unwrap();
+    timer.schedule(MS, ()).unwrap();
+    started.recv_timeout(Duration::from_secs(10)).unwrap();
+    let (done_tx, done) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || done_tx.send(timer.shutdown().len()).unwrap());
+    assert_eq!(
+        done.recv_timeout(Duration::from_secs(10)),
+        Ok(0),
+        "shutdown hung"
+    );
+}
+
 #[test]
 fn graceful_shutdown_fires_what_is_due_and_drains_the_pool() {
     let clock = ManualClock::new();

@@ -27,6 +27,13 @@
 //! of schedules arriving during each scan (when `next_wake` is `MAX`) woke
 //! the driver for another scan, and another (3 M passes in one benchmark).
 //!
+//! The park token is shared with any code that runs on this thread, and
+//! inline tasks do (a channel `recv` parks). An unpark sent while a task
+//! runs can be eaten by it, so every signal is also a value the driver
+//! reads after the tasks of a pass and before it sleeps: `next_wake` for
+//! schedules (read by the final `fetch_min`), the lifecycle state for a
+//! stop (`shutdown_returns_when_a_task_parked_the_driver_thread`).
+//!
 //! With no timers the driver sleeps with no deadline: zero wake-ups a
 //! second. `models.rs` checks this protocol under loom.
 //!
@@ -39,7 +46,7 @@ use std::panic::catch_unwind;
 
 use super::executor::{Executor, Rejected, Why};
 use super::job::{Job, Make};
-use super::shard::{Shard, Shared, FINISHING, STOPPING};
+use super::shard::{Shard, Shared, FINISHING, RUNNING, STOPPING};
 use super::sync::{thread, Ordering};
 use super::{Expired, TimerHandle};
 use crate::Tick;
@@ -102,7 +109,9 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         // still sees it set has lowered `next_wake` before this read.
         shared.scanning.store(false, Ordering::SeqCst);
         let wake = next.min(shared.next_wake.fetch_min(next, Ordering::SeqCst));
-        if wake <= shared.time.now_tick().0 {
+        // Read the state again: a task run inline in this pass may have
+        // parked this thread and so eaten the unpark a stop sent.
+        if wake <= shared.time.now_tick().0 || shared.state.load(Ordering::SeqCst) != RUNNING {
             continue;
         }
         let deadline = (wake != Tick::MAX).then(|| shared.time.instant_of(wake));
