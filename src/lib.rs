@@ -54,6 +54,8 @@
 //!   code that uses a `Timer`.
 //! - `serde`: `Serialize` and `Deserialize` for the `persist` snapshot types
 //!   (and `MissedTicks`), so snapshots can be stored across restarts.
+//! - `redis`: the `redis` module, durable delayed jobs shared by many
+//!   processes on a Redis server, each consumer woken by a `Timer`.
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -66,6 +68,9 @@ mod key;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod persist;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod redis;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod timer;

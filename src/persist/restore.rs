@@ -88,7 +88,7 @@ impl<T> fmt::Debug for OnMissed<T> {
 #[derive(Debug, Clone)]
 pub struct MisfirePolicy<T> {
     pub(super) threshold: Duration,
-    pub(super) on_missed: OnMissed<T>,
+    pub(crate) on_missed: OnMissed<T>,
     pub(super) max_catch_up: u64,
 }
 

@@ -43,7 +43,7 @@ mod owner;
 mod periodic;
 mod pool;
 mod shard;
-mod stats;
+pub(crate) mod stats;
 mod sync;
 mod time;
 

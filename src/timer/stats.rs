@@ -176,17 +176,12 @@ pub(crate) struct Counters {
     pub(crate) rejected: AtomicU64,
     pub(crate) panicked: AtomicU64,
     pub(crate) dropped: AtomicU64,
-    buckets: [AtomicU64; BUCKETS],
-    max_nanos: AtomicU64,
-    total_nanos: AtomicU64,
+    late: LatenessCounter,
 }
 
 impl Counters {
     pub(crate) fn lateness(&self, lateness: Duration) {
-        let nanos = u64::try_from(lateness.as_nanos()).unwrap_or(u64::MAX);
-        self.buckets[bucket_of(lateness)].fetch_add(1, Ordering::Relaxed);
-        self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
-        self.total_nanos.fetch_add(nanos, Ordering::Relaxed);
+        self.late.record(lateness);
     }
 
     /// These counters as `Stats`; the per-shard counts are left at zero
@@ -197,12 +192,29 @@ impl Counters {
             rejected: self.rejected.load(Ordering::Relaxed),
             panicked: self.panicked.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
-            lateness: self.lateness_snapshot(),
+            lateness: self.late.snapshot(),
             ..Stats::default()
         }
     }
+}
 
-    fn lateness_snapshot(&self) -> Lateness {
+/// A lock-free lateness histogram, read as a [`Lateness`].
+#[derive(Debug, Default)]
+pub(crate) struct LatenessCounter {
+    buckets: [AtomicU64; BUCKETS],
+    max_nanos: AtomicU64,
+    total_nanos: AtomicU64,
+}
+
+impl LatenessCounter {
+    pub(crate) fn record(&self, lateness: Duration) {
+        let nanos = u64::try_from(lateness.as_nanos()).unwrap_or(u64::MAX);
+        self.buckets[bucket_of(lateness)].fetch_add(1, Ordering::Relaxed);
+        self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
+        self.total_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> Lateness {
         let mut buckets = [0; BUCKETS];
         for (out, bucket) in buckets.iter_mut().zip(&self.buckets) {
             *out = bucket.load(Ordering::Relaxed);

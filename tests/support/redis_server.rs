@@ -1,0 +1,541 @@
+//! A throwaway `redis-server` for tests, examples and benches: each
+//! [`RedisServer`] runs its own process on a free loopback port with a fresh
+//! data directory, and offers the faults a durable queue must survive
+//! (SIGKILL, SIGSTOP/SIGCONT, a restart that reloads the AOF).
+//!
+//! Include it with `#[path = "support/redis_server.rs"] mod redis_server;`.
+//! It uses std only, so it compiles in the `no_std` library's unit tests as
+//! well as in test, example and bench crates.
+//!
+//! The binary is `$TICKWHEEL_REDIS_SERVER`, else `redis-server` on `PATH`,
+//! else `/usr/bin/redis-server` or `/usr/local/bin/redis-server`.
+#![allow(dead_code)]
+
+// Explicit, so that this file also compiles inside the `no_std` library.
+extern crate alloc;
+
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::net::{Ipv4Addr, SocketAddr};
+use core::sync::atomic::{AtomicU64, Ordering};
+use core::time::Duration;
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{self, Child, Command, Stdio};
+use std::thread;
+use std::time::Instant;
+
+/// How long a server may take to answer PING after it was spawned
+/// (including loading its AOF).
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often a fresh port is tried when another process took it first.
+const PORT_ATTEMPTS: u32 = 8;
+
+/// Data directories made by this process, so parallel tests never share one.
+static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
+
+/// When the server fsyncs its append-only file (`appendfsync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fsync {
+    /// After every write: nothing acknowledged is lost on SIGKILL.
+    Always,
+    /// Once a second, in the background.
+    EverySec,
+    /// When the OS decides.
+    No,
+}
+
+impl Fsync {
+    fn directive(self) -> &'static str {
+        match self {
+            Fsync::Always => "always",
+            Fsync::EverySec => "everysec",
+            Fsync::No => "no",
+        }
+    }
+}
+
+/// How a [`RedisServer`] is configured: AOF on with `appendfsync always`
+/// unless told otherwise, no RDB snapshots, `noeviction`.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    appendonly: bool,
+    appendfsync: Fsync,
+    extra: Vec<(String, String)>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            appendonly: true,
+            appendfsync: Fsync::Always,
+            extra: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// The defaults: `appendonly yes`, `appendfsync always`.
+    pub(crate) fn new() -> Config {
+        Config::default()
+    }
+
+    /// Sets `appendfsync`.
+    pub(crate) fn appendfsync(mut self, policy: Fsync) -> Config {
+        self.appendfsync = policy;
+        self
+    }
+
+    /// Sets `appendonly` (on by default).
+    pub(crate) fn appendonly(mut self, on: bool) -> Config {
+        self.appendonly = on;
+        self
+    }
+
+    /// Adds a directive, written as `key value` after the defaults (so it
+    /// overrides them). `value` is written verbatim: quote it if needed.
+    pub(crate) fn config(mut self, key: &str, value: &str) -> Config {
+        self.extra.push((key.to_owned(), value.to_owned()));
+        self
+    }
+}
+
+/// A `redis-server` process owned by a test; killed, and its data
+/// directory removed, on drop.
+#[derive(Debug)]
+pub(crate) struct RedisServer {
+    child: Option<Child>,
+    pid: u32,
+    port: u16,
+    dir: PathBuf,
+    config: Config,
+}
+
+impl RedisServer {
+    /// Starts a server with the default [`Config`].
+    #[track_caller]
+    pub(crate) fn start() -> RedisServer {
+        RedisServer::start_with(Config::default())
+    }
+
+    /// Starts a server with `config` on a free port, and waits until it
+    /// answers PING.
+    #[track_caller]
+    pub(crate) fn start_with(config: Config) -> RedisServer {
+        let binary = server_binary();
+        let dir = fresh_dir();
+        let mut last_failure = String::new();
+        for _ in 0..PORT_ATTEMPTS {
+            let port = free_port();
+            write_config(&dir, port, &config);
+            let mut child = spawn(&binary, &dir);
+            match wait_ready(&mut child, port) {
+                Ok(()) => {
+                    return RedisServer {
+                        pid: child.id(),
+                        child: Some(child),
+                        port,
+                        dir,
+                        config,
+                    }
+                }
+                Err(why) => {
+                    reap(&mut child);
+                    last_failure = failure_report(&why, &dir);
+                    // Another process may have taken the port between
+                    // our probe and the server's bind: try another one.
+                    if !last_failure.contains("Address already in use") {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = fs::remove_dir_all(&dir);
+        panic!("redis-server did not start: {last_failure}");
+    }
+
+    /// The TCP port the server listens on (on 127.0.0.1).
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's address, `127.0.0.1:port`.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// The process id of the current (or, after `kill9`, the last) server process.
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The server's data directory (AOF, `redis.conf`, `redis.log`).
+    pub(crate) fn data_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether a server process is running (it may be stopped by SIGSTOP).
+    pub(crate) fn is_running(&mut self) -> bool {
+        match &mut self.child {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// Kills the server with SIGKILL and waits for it to exit; the data
+    /// directory stays, for [`restart`](Self::restart).
+    pub(crate) fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SIGKILL ends a stopped process too.
+            reap(&mut child);
+        }
+    }
+
+    /// Freezes the server with SIGSTOP: connections are still accepted by
+    /// the kernel, but nothing is answered until [`cont_signal`](Self::cont_signal).
+    #[track_caller]
+    pub(crate) fn stop_signal(&self) {
+        self.signal("-STOP");
+        // Wait until the kernel shows it stopped, where /proc tells.
+        let stat = PathBuf::from(format!("/proc/{}/stat", self.pid));
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            match fs::read_to_string(&stat) {
+                Ok(text) if process_state(&text) == Some('T') => return,
+                Ok(_) => thread::sleep(Duration::from_millis(1)),
+                Err(_) => return,
+            }
+        }
+        panic!("redis-server {} did not stop after SIGSTOP", self.pid);
+    }
+
+    /// Resumes a server frozen by [`stop_signal`](Self::stop_signal).
+    #[track_caller]
+    pub(crate) fn cont_signal(&self) {
+        self.signal("-CONT");
+    }
+
+    /// Starts a new server process on the same port, data directory and
+    /// config (SIGKILLing the current one if it still runs), and waits until
+    /// it has loaded its AOF and answers PING.
+    #[track_caller]
+    pub(crate) fn restart(&mut self) {
+        self.kill9();
+        let binary = server_binary();
+        let mut last_failure = String::new();
+        // The port was ours a moment ago; retry briefly if it is not free yet.
+        for _ in 0..PORT_ATTEMPTS {
+            let mut child = spawn(&binary, &self.dir);
+            match wait_ready(&mut child, self.port) {
+                Ok(()) => {
+                    self.pid = child.id();
+                    self.child = Some(child);
+                    return;
+                }
+                Err(why) => {
+                    reap(&mut child);
+                    last_failure = failure_report(&why, &self.dir);
+                    if !last_failure.contains("Address already in use") {
+                        break;
+                    }
+                    thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+        panic!(
+            "redis-server did not restart on port {}: {last_failure}",
+            self.port
+        );
+    }
+
+    /// Kills the server (SIGKILL) and removes its data directory, as drop does.
+    pub(crate) fn shutdown(self) {
+        drop(self);
+    }
+
+    /// Sends one command on a fresh connection and returns the raw RESP
+    /// reply (`+PONG\r\n`, `$5\r\nhello\r\n`, …). Panics on any I/O error
+    /// or after 5 s without a reply.
+    #[track_caller]
+    pub(crate) fn command(&self, args: &[&str]) -> String {
+        match self.try_command(args, Duration::from_secs(5)) {
+            Ok(reply) => reply,
+            Err(e) => panic!("redis command {args:?} failed: {e}"),
+        }
+    }
+
+    /// Sends one command on a fresh connection and returns the raw RESP
+    /// reply, or the error (`WouldBlock`/`TimedOut` when no reply came
+    /// within `timeout`).
+    pub(crate) fn try_command(&self, args: &[&str], timeout: Duration) -> io::Result<String> {
+        let mut stream = TcpStream::connect_timeout(&self.addr(), timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        stream.write_all(&encode(args))?;
+        let mut reader = BufReader::new(stream);
+        let mut reply = Vec::new();
+        read_reply(&mut reader, &mut reply)?;
+        Ok(String::from_utf8_lossy(&reply).into_owned())
+    }
+
+    #[track_caller]
+    fn signal(&self, which: &str) {
+        // After `kill9` the pid may already belong to another process.
+        assert!(
+            self.child.is_some(),
+            "kill {which}: the server is not running"
+        );
+        let status = Command::new("kill")
+            .arg(which)
+            .arg(self.pid.to_string())
+            .status();
+        match status {
+            Ok(s) if s.success() => {}
+            other => panic!("kill {which} {} failed: {other:?}", self.pid),
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // In case it is stopped: SIGKILL works on a stopped process,
+            // but a resumed one exits the same way and leaves no doubt.
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .arg(child.id().to_string())
+                .stderr(Stdio::null())
+                .status();
+            reap(&mut child);
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Finds the `redis-server` binary, or panics saying how to install one.
+#[track_caller]
+fn server_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("TICKWHEEL_REDIS_SERVER") {
+        let path = PathBuf::from(path);
+        if path.is_file() {
+            return path;
+        }
+        panic!(
+            "TICKWHEEL_REDIS_SERVER is set to {}, which is not a file",
+            path.display()
+        );
+    }
+    let on_path = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let fallbacks = [PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")];
+    for dir in on_path.into_iter().chain(fallbacks) {
+        let candidate = dir.join("redis-server");
+        if candidate.is_file() {
+            return candidate;
+        }
+    }
+    panic!(
+        "redis-server not found: these tests start their own Redis server. \
+         Install it (`sudo apt-get install redis-server` on Debian/Ubuntu; \
+         `.ci/run` installs it), or set TICKWHEEL_REDIS_SERVER to its path."
+    );
+}
+
+/// A new, empty directory under the system's temp dir, unique to this
+/// process and call.
+fn fresh_dir() -> PathBuf {
+    let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("tickwheel-redis-{}-{n}", process::id()));
+    // A leftover from an earlier process that had the same pid.
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    dir
+}
+
+/// A port that was free a moment ago (the OS picked it for us).
+fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap_or_else(|e| panic!("cannot bind a loopback port: {e}"));
+    listener.local_addr().expect("local_addr").port()
+}
+
+/// Writes `redis.conf` into `dir`.
+fn write_config(dir: &Path, port: u16, config: &Config) {
+    let mut text = String::new();
+    let mut line = |key: &str, value: &str| {
+        text.push_str(key);
+        text.push(' ');
+        text.push_str(value);
+        text.push('\n');
+    };
+    line("bind", "127.0.0.1");
+    line("port", &port.to_string());
+    line("daemonize", "no");
+    line("dir", &quote(dir));
+    line("logfile", &quote(&dir.join("redis.log")));
+    line("save", "\"\"");
+    line("appendonly", if config.appendonly { "yes" } else { "no" });
+    line("appendfsync", config.appendfsync.directive());
+    line("maxmemory-policy", "noeviction");
+    for (key, value) in &config.extra {
+        line(key, value);
+    }
+    let path = dir.join("redis.conf");
+    fs::write(&path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
+/// A path as a double-quoted config value.
+fn quote(path: &Path) -> String {
+    let raw = path.to_string_lossy();
+    let mut out = String::with_capacity(raw.len() + 2);
+    out.push('"');
+    for c in raw.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+/// Spawns the server on `dir/redis.conf`; what it prints before its log
+/// file is open goes to `dir/stderr.log`.
+#[track_caller]
+fn spawn(binary: &Path, dir: &Path) -> Child {
+    let stderr = File::create(dir.join("stderr.log"))
+        .unwrap_or_else(|e| panic!("cannot create stderr.log in {}: {e}", dir.display()));
+    Command::new(binary)
+        .arg(dir.join("redis.conf"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", binary.display()))
+}
+
+/// SIGKILLs `child` (if it still runs) and waits for it.
+fn reap(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Waits until the server on `port` answers `+PONG` (`-LOADING` means
+/// it is still reading its AOF), or says why it never will.
+fn wait_ready(child: &mut Child, port: u16) -> Result<(), String> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Err(format!("the server exited ({status})")),
+            Ok(None) => {}
+            Err(e) => return Err(format!("cannot wait for the server: {e}")),
+        }
+        let last = match ping(addr) {
+            Ok(reply) if reply.starts_with("+PONG") => return Ok(()),
+            Ok(reply) => format!("PING answered {:?}", reply.trim_end()),
+            Err(e) => format!("PING failed: {e}"),
+        };
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "no +PONG within {READY_TIMEOUT:?} on port {port} ({last})"
+            ));
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// One raw PING on a fresh connection; the reply's first line.
+fn ping(addr: SocketAddr) -> io::Result<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
+    stream.set_read_timeout(Some(Duration::from_secs(1)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(1)))?;
+    stream.write_all(b"*1\r\n$4\r\nPING\r\n")?;
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line)?;
+    Ok(line)
+}
+
+/// Why the server failed, with the tails of its log and stderr.
+fn failure_report(why: &str, dir: &Path) -> String {
+    format!(
+        "{why}\n--- {dir}/redis.log (tail) ---\n{log}\n--- stderr ---\n{stderr}",
+        dir = dir.display(),
+        log = tail(&dir.join("redis.log"), 20),
+        stderr = tail(&dir.join("stderr.log"), 20),
+    )
+}
+
+/// The last `n` lines of a file, or why it cannot be read.
+fn tail(path: &Path, n: usize) -> String {
+    match fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(n)..].join("\n")
+        }
+        Err(e) => format!("({e})"),
+    }
+}
+
+/// The state letter of a `/proc/<pid>/stat` line (after the `(comm)`).
+fn process_state(stat: &str) -> Option<char> {
+    let after = stat.rfind(')')?;
+    stat[after + 1..].trim_start().chars().next()
+}
+
+/// A command as a RESP array of bulk strings.
+fn encode(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Copies one complete RESP2 reply from `reader` into `out`, raw.
+fn read_reply(reader: &mut impl BufRead, out: &mut Vec<u8>) -> io::Result<()> {
+    let start = out.len();
+    if reader.read_until(b'\n', out)? == 0 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    let line = String::from_utf8_lossy(&out[start..]).trim_end().to_owned();
+    let bad = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("bad reply line {line:?}"),
+        )
+    };
+    let len = |s: &str| s.parse::<i64>().map_err(|_| bad());
+    match line.as_bytes().first() {
+        Some(b'+' | b'-' | b':') => Ok(()),
+        Some(b'$') => {
+            let n = len(&line[1..])?;
+            if n >= 0 {
+                let mut body = Vec::new();
+                (&mut *reader).take(n as u64 + 2).read_to_end(&mut body)?;
+                if body.len() as u64 != n as u64 + 2 {
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
+                out.extend_from_slice(&body);
+            }
+            Ok(())
+        }
+        Some(b'*') => {
+            for _ in 0..len(&line[1..])?.max(0) {
+                read_reply(reader, out)?;
+            }
+            Ok(())
+        }
+        _ => Err(bad()),
+    }
+}
