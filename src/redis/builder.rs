@@ -1,28 +1,14 @@
 //! [`QueueBuilder`]: a queue's options, checked when it connects.
 
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use core::net::SocketAddr;
 use core::time::Duration;
 
-use super::client::{Client, Keys};
-use super::queue::{Queue, Shared};
+use super::client::{Client, Keys, Options, Shared};
+use super::queue::Queue;
 use super::QueueError;
 use crate::persist::{MisfirePolicy, OnMissed};
-
-/// The settings shared by a queue's producers and consumers.
-#[derive(Debug, Clone)]
-pub(super) struct Options {
-    pub(super) lease: Duration,
-    pub(super) max_attempts: u32,
-    pub(super) threshold: Duration,
-    pub(super) on_missed: &'static str,
-    pub(super) window: Duration,
-    pub(super) retention: Duration,
-    pub(super) batch: usize,
-    pub(super) poll: Duration,
-    pub(super) hints: bool,
-}
 
 /// Builds a [`Queue`].
 ///
@@ -217,5 +203,48 @@ impl QueueBuilder {
         Ok(Queue {
             shared: Arc::new(shared),
         })
+    }
+}
+
+impl Queue {
+    /// A builder for the queue `name` on the server at `addr`.
+    ///
+    /// ```
+    /// let b = tickwheel::redis::Queue::builder("127.0.0.1:6380".parse().unwrap(), "orders");
+    /// # drop(b);
+    /// ```
+    pub fn builder(addr: SocketAddr, name: &str) -> QueueBuilder {
+        QueueBuilder {
+            addr,
+            name: name.to_string(),
+            options: Options {
+                lease: Duration::from_secs(30),
+                max_attempts: 5,
+                threshold: Duration::from_secs(60),
+                on_missed: "fire",
+                window: Duration::ZERO,
+                retention: Duration::from_secs(24 * 3600),
+                batch: 100,
+                poll: Duration::from_secs(1),
+                hints: true,
+            },
+            io_timeout: Duration::from_secs(2),
+            retry_for: Duration::from_secs(10),
+        }
+    }
+
+    /// The queue `name` on the server at `addr`, with default options.
+    ///
+    /// # Errors
+    ///
+    /// As [`QueueBuilder::connect`].
+    ///
+    /// ```no_run
+    /// let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # drop(q);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn connect(addr: SocketAddr, name: &str) -> Result<Queue, QueueError> {
+        Queue::builder(addr, name).connect()
     }
 }

@@ -10,7 +10,7 @@ use core::net::SocketAddr;
 use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 use std::collections::hash_map::RandomState;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use parking_lot::Mutex;
 
@@ -220,4 +220,29 @@ pub(super) fn int(value: &Value) -> Result<i64, RespError> {
     value
         .as_int()
         .ok_or_else(|| RespError::Protocol(String::from("expected an integer in a script reply")))
+}
+
+/// The settings shared by a queue's producers and consumers.
+#[derive(Debug, Clone)]
+pub(super) struct Options {
+    pub(super) lease: Duration,
+    pub(super) max_attempts: u32,
+    pub(super) threshold: Duration,
+    pub(super) on_missed: &'static str,
+    pub(super) window: Duration,
+    pub(super) retention: Duration,
+    pub(super) batch: usize,
+    pub(super) poll: Duration,
+    pub(super) hints: bool,
+}
+
+/// What a queue's clones and consumers share.
+pub(super) struct Shared {
+    pub(super) client: Client,
+    pub(super) keys: Keys,
+    pub(super) options: Options,
+}
+
+pub(super) fn time_of(micros: i64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_micros(micros.max(0) as u64)
 }

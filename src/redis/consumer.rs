@@ -27,7 +27,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 
 use super::client::{self, arg, bump, jitter, Client};
-use super::queue::{time_of, Queue, Shared};
+use super::client::{time_of, Shared};
 use super::resp::{RespError, Value};
 use super::QueueError;
 use crate::timer::{Timer, TimerHandle};
@@ -99,7 +99,7 @@ enum Wake {
     Hint(i64),
 }
 
-/// Takes due jobs from a [`Queue`]. `Send + Sync`: several threads may
+/// Takes due jobs from a [`Queue`](super::Queue). `Send + Sync`: several threads may
 /// call [`fetch`](Self::fetch) on one consumer.
 ///
 /// ```no_run
@@ -117,7 +117,7 @@ enum Wake {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Consumer {
-    queue: Queue,
+    shared: Arc<Shared>,
     wake_tx: Sender<Wake>,
     wake_rx: Receiver<Wake>,
     timer: Timer<Wake, Sender<Wake>>,
@@ -131,13 +131,13 @@ pub struct Consumer {
 impl core::fmt::Debug for Consumer {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Consumer")
-            .field("queue", &self.queue)
+            .field("addr", &self.shared.client.addr)
             .finish_non_exhaustive()
     }
 }
 
 impl Consumer {
-    pub(super) fn new(queue: Queue) -> Result<Consumer, QueueError> {
+    pub(super) fn new(shared: Arc<Shared>) -> Result<Consumer, QueueError> {
         let (wake_tx, wake_rx) = crossbeam_channel::unbounded();
         let timer = Timer::builder()
             .shards(1)
@@ -145,8 +145,8 @@ impl Consumer {
             .build()
             .map_err(|_| QueueError::Config("the wake-up timer could not start"))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let subscriber = if queue.shared.options.hints {
-            let shared = Arc::clone(&queue.shared);
+        let subscriber = if shared.options.hints {
+            let shared = Arc::clone(&shared);
             let stop = Arc::clone(&stop);
             let tx = wake_tx.clone();
             let thread = std::thread::Builder::new()
@@ -158,7 +158,7 @@ impl Consumer {
             None
         };
         Ok(Consumer {
-            queue,
+            shared,
             wake_tx,
             wake_rx,
             timer,
@@ -387,7 +387,7 @@ impl Consumer {
     }
 
     fn shared(&self) -> &Shared {
-        &self.queue.shared
+        &self.shared
     }
 
     fn server_now(&self) -> i64 {

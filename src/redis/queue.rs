@@ -1,15 +1,13 @@
 //! [`Queue`]: the producer's and operator's side (schedule, cancel,
 //! reschedule, dead letters, metrics) and its builder.
 
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::net::SocketAddr;
 use core::time::Duration;
 use std::time::SystemTime;
 
-use super::builder::{Options, QueueBuilder};
-use super::client::{self, arg, bump, int, Client, Keys};
+use super::client::{self, arg, bump, int, time_of, Shared};
 use super::consumer::Consumer;
 use super::resp::Value;
 use super::{Metrics, QueueError, MAX_DUE_MICROS, MAX_ID, MAX_PAYLOAD};
@@ -82,12 +80,6 @@ pub struct DeadLetter {
     pub at: SystemTime,
 }
 
-pub(super) struct Shared {
-    pub(super) client: Client,
-    pub(super) keys: Keys,
-    pub(super) options: Options,
-}
-
 /// A durable delayed-job queue on a Redis server: the producer's side.
 /// Cloning it is cheap and shares its connections. See the [module
 /// docs](super) for the guarantees.
@@ -117,47 +109,6 @@ impl core::fmt::Debug for Queue {
 }
 
 impl Queue {
-    /// A builder for the queue `name` on the server at `addr`.
-    ///
-    /// ```
-    /// let b = tickwheel::redis::Queue::builder("127.0.0.1:6380".parse().unwrap(), "orders");
-    /// # drop(b);
-    /// ```
-    pub fn builder(addr: SocketAddr, name: &str) -> QueueBuilder {
-        QueueBuilder {
-            addr,
-            name: name.to_string(),
-            options: Options {
-                lease: Duration::from_secs(30),
-                max_attempts: 5,
-                threshold: Duration::from_secs(60),
-                on_missed: "fire",
-                window: Duration::ZERO,
-                retention: Duration::from_secs(24 * 3600),
-                batch: 100,
-                poll: Duration::from_secs(1),
-                hints: true,
-            },
-            io_timeout: Duration::from_secs(2),
-            retry_for: Duration::from_secs(10),
-        }
-    }
-
-    /// The queue `name` on the server at `addr`, with default options.
-    ///
-    /// # Errors
-    ///
-    /// As [`QueueBuilder::connect`].
-    ///
-    /// ```no_run
-    /// let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
-    /// # drop(q);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn connect(addr: SocketAddr, name: &str) -> Result<Queue, QueueError> {
-        Queue::builder(addr, name).connect()
-    }
-
     /// Schedules job `id` at `due` (wall-clock time, compared with the
     /// Redis server's clock). Idempotent by id: a second schedule of a
     /// known id changes nothing and says [`Scheduled::Exists`].
@@ -445,7 +396,7 @@ impl Queue {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn consumer(&self) -> Result<Consumer, QueueError> {
-        Consumer::new(self.clone())
+        Consumer::new(Arc::clone(&self.shared))
     }
 }
 
@@ -476,10 +427,6 @@ fn delay_micros(delay: Duration) -> Result<u64, QueueError> {
         Ok(micros) if micros <= MAX_DUE_MICROS / 2 => Ok(micros),
         _ => Err(QueueError::DueOutOfRange),
     }
-}
-
-pub(super) fn time_of(micros: i64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_micros(micros.max(0) as u64)
 }
 
 fn parse_micros(bytes: &[u8]) -> i64 {
