@@ -571,3 +571,45 @@ fn a_consumer_killed_mid_job_loses_nothing() {
     assert_eq!(queue.len().unwrap(), (0, 0));
     assert!(consumer.fetch(1, 700 * MS).unwrap().is_empty());
 }
+
+/// Batches: one round trip for many schedules, and for many acks; each
+/// job gets its own answer.
+#[test]
+fn batches_schedule_and_ack_in_one_round_trip_each() {
+    let server = RedisServer::start();
+    let queue = builder(&server).batch(500).connect().unwrap();
+    let ids: Vec<String> = (0..500).map(|i| format!("b{i}")).collect();
+    let mut jobs: Vec<(&str, Duration, &[u8])> = ids
+        .iter()
+        .map(|id| (id.as_str(), 20 * MS, &b"x"[..]))
+        .collect();
+    jobs.push(("b7", 20 * MS, b"again"));
+    let before = queue.metrics().round_trips;
+    let done = queue.schedule_many(&jobs).unwrap();
+    assert_eq!(queue.metrics().round_trips - before, 1);
+    assert_eq!(done.len(), 501);
+    assert!(done[..500]
+        .iter()
+        .all(|s| matches!(s, Scheduled::Created { .. })));
+    assert_eq!(done[500], Scheduled::Exists);
+    let empty: [(&str, Duration, &[u8]); 1] = [("", MS, b"")];
+    assert!(matches!(
+        queue.schedule_many(&empty).unwrap_err(),
+        QueueError::InvalidId(_)
+    ));
+    let consumer = queue.consumer().unwrap();
+    let mut got = Vec::new();
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while got.len() < 500 && Instant::now() < give_up {
+        got.extend(consumer.fetch(500, Duration::from_secs(1)).unwrap());
+    }
+    assert_eq!(got.len(), 500);
+    // An ack for another attempt of a job still leased changes nothing.
+    let mut stale = got[0].clone();
+    stale.attempt += 1;
+    got.insert(0, stale);
+    let acks = consumer.ack_all(&got).unwrap();
+    assert_eq!(acks[0], Acked::LeaseLost);
+    assert!(acks[1..].iter().all(|a| *a == Acked::Acked));
+    assert_eq!(queue.len().unwrap(), (0, 0));
+}

@@ -197,6 +197,48 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Runs `script` once per argument list, pipelined: one write, one
+    /// round trip. Reloads the script and runs them all again if the server
+    /// has lost it (every script is safe to repeat).
+    pub(super) fn eval_many(
+        &self,
+        keys: &Keys,
+        script: &Script,
+        arg_lists: &[Vec<Vec<u8>>],
+    ) -> Result<Vec<Value>, QueueError> {
+        if arg_lists.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.call(|conn| {
+            for _ in 0..2 {
+                let sha1 = conn.sha1_of(script)?.into_bytes();
+                let cmds: Vec<Vec<Vec<u8>>> = arg_lists
+                    .iter()
+                    .map(|args| {
+                        let mut cmd = Vec::with_capacity(3 + keys.all.len() + args.len());
+                        cmd.push(b"EVALSHA".to_vec());
+                        cmd.push(sha1.clone());
+                        cmd.push(arg(keys.all.len() as u64));
+                        cmd.extend(keys.all.iter().cloned());
+                        cmd.extend(args.iter().cloned());
+                        cmd
+                    })
+                    .collect();
+                let replies = conn.pipeline(&cmds)?;
+                let lost = replies
+                    .iter()
+                    .any(|r| matches!(r, Value::Error(e) if e.starts_with("NOSCRIPT")));
+                if !lost {
+                    return Ok(replies);
+                }
+                conn.load(script)?;
+            }
+            Err(RespError::Server(String::from("NOSCRIPT after a reload")))
+        })
+    }
+}
+
 /// Errors a server gives while it cannot serve yet, worth a retry.
 fn transient(message: &str) -> bool {
     ["LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"]

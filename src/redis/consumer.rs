@@ -330,16 +330,46 @@ impl Consumer {
         let reply = s
             .client
             .eval(&s.keys, &client::ACK, &[job.id.as_bytes(), &attempt])?;
-        Ok(match reply.as_int() {
+        Ok(self.acked(&reply))
+    }
+
+    fn acked(&self, reply: &Value) -> Acked {
+        let counters = &self.shared().client.counters;
+        match reply.as_int() {
             Some(1) | Some(2) => {
-                bump(&s.client.counters.acked, 1);
+                bump(&counters.acked, 1);
                 Acked::Acked
             }
             _ => {
-                bump(&s.client.counters.lease_lost, 1);
+                bump(&counters.lease_lost, 1);
                 Acked::LeaseLost
             }
-        })
+        }
+    }
+
+    /// Acks many delivered jobs in one round trip; one answer per job, in
+    /// order.
+    ///
+    /// # Errors
+    ///
+    /// As [`ack`](Self::ack).
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let consumer = q.consumer()?;
+    /// let jobs = consumer.fetch(100, std::time::Duration::from_secs(1))?;
+    /// // ... run them ...
+    /// consumer.ack_all(&jobs)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ack_all(&self, jobs: &[Delivery]) -> Result<Vec<Acked>, QueueError> {
+        let s = self.shared();
+        let lists: Vec<Vec<Vec<u8>>> = jobs
+            .iter()
+            .map(|job| alloc::vec![job.id.as_bytes().to_vec(), arg(job.attempt.into())])
+            .collect();
+        let replies = s.client.eval_many(&s.keys, &client::ACK, &lists)?;
+        Ok(replies.iter().map(|reply| self.acked(reply)).collect())
     }
 
     /// Gives a delivered job back, to be delivered again after `delay`, or

@@ -174,19 +174,70 @@ impl Queue {
             &client::SCHEDULE,
             &[id.as_bytes(), payload, kind, &micros, &s.keys.channel],
         )?;
+        self.scheduled(reply)
+    }
+
+    fn scheduled(&self, reply: Value) -> Result<Scheduled, QueueError> {
+        let counters = &self.shared.client.counters;
+        if let Value::Error(message) = reply {
+            return Err(QueueError::Server(message));
+        }
         let reply = reply.into_array().unwrap_or_default();
         match reply.as_slice() {
             [Value::Int(1), due] => {
-                bump(&s.client.counters.scheduled, 1);
+                bump(&counters.scheduled, 1);
                 Ok(Scheduled::Created {
                     due: time_of(due.as_int().unwrap_or(0)),
                 })
             }
             _ => {
-                bump(&s.client.counters.duplicates, 1);
+                bump(&counters.duplicates, 1);
                 Ok(Scheduled::Exists)
             }
         }
+    }
+
+    /// Schedules many jobs, each `(id, delay, payload)`, in one round trip
+    /// (a pipeline of the same script [`schedule_in`](Self::schedule_in)
+    /// runs); one answer per job, in order. For bulk loads and bursts.
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule`](Self::schedule); bad input in any job refuses the
+    /// whole batch before anything is sent.
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// use std::time::Duration;
+    /// let jobs = [("order-1", Duration::from_secs(900), &b"close 1"[..]), ("order-2", Duration::from_secs(900), &b"close 2"[..])];
+    /// let done = q.schedule_many(&jobs)?;
+    /// assert_eq!(done.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule_many(
+        &self,
+        jobs: &[(&str, Duration, &[u8])],
+    ) -> Result<Vec<Scheduled>, QueueError> {
+        let s = &self.shared;
+        let mut lists = Vec::with_capacity(jobs.len());
+        for &(id, delay, payload) in jobs {
+            check_id(id)?;
+            if payload.len() > MAX_PAYLOAD {
+                return Err(QueueError::PayloadTooLarge { len: payload.len() });
+            }
+            lists.push(alloc::vec![
+                id.as_bytes().to_vec(),
+                payload.to_vec(),
+                b"in".to_vec(),
+                arg(delay_micros(delay)?),
+                s.keys.channel.clone(),
+            ]);
+        }
+        let replies = s.client.eval_many(&s.keys, &client::SCHEDULE, &lists)?;
+        replies
+            .into_iter()
+            .map(|reply| self.scheduled(reply))
+            .collect()
     }
 
     /// Cancels job `id`, and says who won: [`Cancelled::Cancelled`] (with

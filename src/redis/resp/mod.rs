@@ -146,7 +146,6 @@ impl Connection {
 
     /// Sends all `cmds` with one write, then reads one reply for each, in
     /// order. Error replies stay in the result as [`Value::Error`].
-    #[cfg_attr(not(test), allow(dead_code))] // used by the tests
     pub(crate) fn pipeline(&mut self, cmds: &[Vec<Vec<u8>>]) -> Result<Vec<Value>, RespError> {
         self.usable()?;
         if cmds.iter().any(Vec::is_empty) {
@@ -234,8 +233,17 @@ impl Connection {
         }
     }
 
+    /// `script`'s SHA1, loading it first if this process has not yet (for
+    /// `EVALSHA` in a pipeline).
+    pub(crate) fn sha1_of(&mut self, script: &Script) -> Result<String, RespError> {
+        match script.cached_sha1() {
+            Some(sha1) => Ok(sha1),
+            None => self.load(script),
+        }
+    }
+
     /// `SCRIPT LOAD`s `script` and remembers the SHA1 the server returns.
-    fn load(&mut self, script: &Script) -> Result<String, RespError> {
+    pub(crate) fn load(&mut self, script: &Script) -> Result<String, RespError> {
         let reply = self.query(&[b"SCRIPT", b"LOAD", script.source.as_bytes()])?;
         let sha1 = reply
             .into_bulk()
