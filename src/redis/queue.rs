@@ -218,9 +218,44 @@ impl Queue {
         &self,
         jobs: &[(&str, Duration, &[u8])],
     ) -> Result<Vec<Scheduled>, QueueError> {
+        let jobs: Result<Vec<_>, _> = jobs
+            .iter()
+            .map(|&(id, delay, payload)| Ok((id, &b"in"[..], delay_micros(delay)?, payload)))
+            .collect();
+        self.schedule_batch(&jobs?)
+    }
+
+    /// [`schedule_many`](Self::schedule_many) with due times (wall clock,
+    /// compared with the server's) instead of delays.
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule_many`](Self::schedule_many).
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// let at = std::time::SystemTime::now() + std::time::Duration::from_secs(900);
+    /// q.schedule_many_at(&[("order-1", at, &b"close 1"[..])])?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule_many_at(
+        &self,
+        jobs: &[(&str, SystemTime, &[u8])],
+    ) -> Result<Vec<Scheduled>, QueueError> {
+        let jobs: Result<Vec<_>, _> = jobs
+            .iter()
+            .map(|&(id, due, payload)| Ok((id, &b"at"[..], micros_of(due)?, payload)))
+            .collect();
+        self.schedule_batch(&jobs?)
+    }
+
+    fn schedule_batch(
+        &self,
+        jobs: &[(&str, &[u8], u64, &[u8])],
+    ) -> Result<Vec<Scheduled>, QueueError> {
         let s = &self.shared;
         let mut lists = Vec::with_capacity(jobs.len());
-        for &(id, delay, payload) in jobs {
+        for &(id, kind, micros, payload) in jobs {
             check_id(id)?;
             if payload.len() > MAX_PAYLOAD {
                 return Err(QueueError::PayloadTooLarge { len: payload.len() });
@@ -228,8 +263,8 @@ impl Queue {
             lists.push(alloc::vec![
                 id.as_bytes().to_vec(),
                 payload.to_vec(),
-                b"in".to_vec(),
-                arg(delay_micros(delay)?),
+                kind.to_vec(),
+                arg(micros),
                 s.keys.channel.clone(),
             ]);
         }
