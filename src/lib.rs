@@ -53,7 +53,8 @@
 //! - `test-util`: `ManualClock` and `Timer::sync`, for deterministic tests of
 //!   code that uses a `Timer`.
 //! - `serde`: `Serialize` and `Deserialize` for the `persist` snapshot types
-//!   (and `MissedTicks`), so snapshots can be stored across restarts.
+//!   (and `MissedTicks`), so snapshots can be stored across restarts; with
+//!   `redis`, JSON payloads for the queue.
 //! - `redis`: the `redis` module, durable delayed jobs shared by many
 //!   processes on a Redis server, each consumer woken by a `Timer`.
 #![no_std]

@@ -613,3 +613,30 @@ fn batches_schedule_and_ack_in_one_round_trip_each() {
     assert!(acks[1..].iter().all(|a| *a == Acked::Acked));
     assert_eq!(queue.len().unwrap(), (0, 0));
 }
+
+/// JSON payloads (feature `serde`): a value goes in and comes back; a
+/// payload of another shape is an error, not a panic.
+#[test]
+fn json_payloads_round_trip_and_bad_ones_are_errors() {
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Close {
+        order: u64,
+        reason: String,
+    }
+    let server = RedisServer::start();
+    let queue = builder(&server).connect().unwrap();
+    let close = Close {
+        order: 17,
+        reason: "unpaid".into(),
+    };
+    queue.schedule_json("order-17", MS, &close).unwrap();
+    queue.schedule_in("garbage", MS, b"\xff not json").unwrap();
+    let consumer = queue.consumer().unwrap();
+    let mut jobs = take(&consumer, 2, Duration::from_secs(5));
+    jobs.sort_by(|a, b| a.id.cmp(&b.id));
+    assert!(matches!(
+        jobs[0].json::<Close>().unwrap_err(),
+        QueueError::Json(_)
+    ));
+    assert_eq!(jobs[1].json::<Close>().unwrap(), close);
+}

@@ -34,6 +34,9 @@ pub enum QueueError {
     Server(String),
     /// The options cannot work (a zero lease, say).
     Config(&'static str),
+    /// A value could not be encoded as, or decoded from, a JSON payload
+    /// (feature `serde`).
+    Json(String),
 }
 
 impl fmt::Display for QueueError {
@@ -51,6 +54,7 @@ impl fmt::Display for QueueError {
             QueueError::Unavailable(last) => write!(f, "redis unavailable: {last}"),
             QueueError::Server(message) => write!(f, "redis error: {message}"),
             QueueError::Config(why) => write!(f, "invalid queue options: {why}"),
+            QueueError::Json(why) => write!(f, "payload is not the expected JSON: {why}"),
         }
     }
 }

@@ -62,6 +62,8 @@ mod builder;
 mod client;
 mod consumer;
 mod error;
+#[cfg(feature = "serde")]
+mod json;
 mod queue;
 mod resp;
 
