@@ -640,3 +640,50 @@ fn json_payloads_round_trip_and_bad_ones_are_errors() {
     ));
     assert_eq!(jobs[1].json::<Close>().unwrap(), close);
 }
+
+/// The notification path really dropped: the server kills every pub/sub
+/// connection every 10 ms while a job is scheduled and falls due. The
+/// consumer still gets it within its poll interval, and its hint thread
+/// keeps reconnecting without harm.
+#[test]
+fn jobs_arrive_while_the_notification_path_keeps_dropping() {
+    let server = RedisServer::start();
+    let producer = builder(&server).connect().unwrap();
+    let queue = builder(&server).poll_interval(300 * MS).connect().unwrap();
+    let consumer = queue.consumer().unwrap();
+    assert!(consumer.fetch(1, 100 * MS).unwrap().is_empty());
+    let stop = Arc::new(core::sync::atomic::AtomicBool::new(false));
+    let killer = std::thread::spawn({
+        let (addr, stop) = (server.addr(), Arc::clone(&stop));
+        move || {
+            use std::io::Write as _;
+            let mut kills = 0;
+            while !stop.load(core::sync::atomic::Ordering::Relaxed) {
+                let mut s = std::net::TcpStream::connect(addr).unwrap();
+                s.write_all(b"*4\r\n$6\r\nCLIENT\r\n$4\r\nKILL\r\n$4\r\nTYPE\r\n$6\r\npubsub\r\n")
+                    .unwrap();
+                let mut reply = [0u8; 64];
+                let _ = std::io::Read::read(&mut s, &mut reply);
+                kills += 1;
+                std::thread::sleep(10 * MS);
+            }
+            kills
+        }
+    });
+    std::thread::sleep(50 * MS);
+    let scheduled = Instant::now();
+    producer
+        .schedule_in("through-the-storm", 50 * MS, b"")
+        .unwrap();
+    let jobs = consumer.fetch(1, Duration::from_secs(5)).unwrap();
+    let took = scheduled.elapsed();
+    stop.store(true, core::sync::atomic::Ordering::Relaxed);
+    assert!(killer.join().unwrap() > 3);
+    assert_eq!(jobs.len(), 1);
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert!(
+        queue.metrics().failures + queue.metrics().dials > 2,
+        "{:?}",
+        queue.metrics()
+    );
+}
