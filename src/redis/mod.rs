@@ -102,7 +102,9 @@ pub struct Metrics {
     pub cancelled: u64,
     /// Reschedules that moved a job.
     pub rescheduled: u64,
-    /// Deliveries (first ones and redeliveries).
+    /// Deliveries, first ones and redeliveries. A claim promotes a due job
+    /// and hands it to this process in one step, so this also counts
+    /// promotions.
     pub delivered: u64,
     /// Redeliveries, after a lease ran out.
     pub redelivered: u64,
