@@ -687,3 +687,26 @@ fn jobs_arrive_while_the_notification_path_keeps_dropping() {
         queue.metrics()
     );
 }
+
+/// A long job extends its lease and is not delivered again meanwhile; an
+/// extension after the lease ran out says so.
+#[test]
+fn extending_a_lease_keeps_a_long_job_from_redelivery() {
+    let server = RedisServer::start();
+    let queue = builder(&server).lease(200 * MS).connect().unwrap();
+    let consumer = queue.consumer().unwrap();
+    queue.schedule_in("long", MS, b"").unwrap();
+    let job = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    for _ in 0..4 {
+        std::thread::sleep(100 * MS);
+        assert!(consumer.extend(&job, 200 * MS).unwrap());
+    }
+    // 400 ms in, twice the lease: not delivered again.
+    assert!(consumer.fetch(1, 50 * MS).unwrap().is_empty());
+    assert_eq!(consumer.ack(&job).unwrap(), Acked::Acked);
+    queue.schedule_in("short", MS, b"").unwrap();
+    let short = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    let again = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    assert_eq!(again.attempt, 2);
+    assert!(!consumer.extend(&short, Duration::from_secs(60)).unwrap());
+}

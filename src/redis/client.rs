@@ -34,6 +34,7 @@ pub(super) static NACK: Script = script!("nack.lua");
 pub(super) static CANCEL: Script = script!("cancel.lua");
 pub(super) static RESCHEDULE: Script = script!("reschedule.lua");
 pub(super) static REQUEUE: Script = script!("requeue.lua");
+pub(super) static EXTEND: Script = script!("extend.lua");
 
 /// The queue's keys, in the order every script takes them (see
 /// `scripts/common.lua`), all under one hash tag so that a Redis Cluster

@@ -372,6 +372,39 @@ impl Consumer {
         Ok(replies.iter().map(|reply| self.acked(reply)).collect())
     }
 
+    /// Extends the lease of a job still being worked on to `lease` from
+    /// now (the server's clock), so a long job is not delivered again
+    /// meanwhile; `false` if the lease was already lost.
+    ///
+    /// # Errors
+    ///
+    /// Redis unreachable for the retry window.
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let consumer = q.consumer()?;
+    /// for job in consumer.fetch(1, std::time::Duration::from_secs(1))? {
+    ///     // A slow job: keep the lease alive while it runs.
+    ///     consumer.extend(&job, std::time::Duration::from_secs(60))?;
+    ///     consumer.ack(&job)?;
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn extend(&self, job: &Delivery, lease: Duration) -> Result<bool, QueueError> {
+        let s = self.shared();
+        let (attempt, lease) = (arg(job.attempt.into()), arg(micros(lease)));
+        let reply = s.client.eval(
+            &s.keys,
+            &client::EXTEND,
+            &[job.id.as_bytes(), &attempt, &lease],
+        )?;
+        let kept = reply.as_int() == Some(1);
+        if !kept {
+            bump(&s.client.counters.lease_lost, 1);
+        }
+        Ok(kept)
+    }
+
     /// Gives a delivered job back, to be delivered again after `delay`, or
     /// dead-lettered if it has had its attempts.
     ///
