@@ -18,20 +18,22 @@
 //! want durations). All inputs come from fixed-seed splitmix64 streams and
 //! are generated before anything is timed; setup (pre-filling) and dropping
 //! the structures are never timed. Every structure starts empty with no
-//! reserved capacity (`Wheel::new()`, `BinaryHeap::new()`, …), because not
-//! every peer can pre-reserve.
+//! reserved capacity (`Wheel::new()`, `BinaryHeap::new()`,
+//! `LeanHeap::new()`, …), because not every peer can pre-reserve.
 //!
 //! Every peer must produce the same outcome (number fired, number
 //! cancelled, sum of values seen) on each workload; the run prints the
 //! outcomes and exits non-zero if they differ.
 //!
 //! After criterion, a full run also plays [`INTERLEAVED_ROUNDS`] rounds of
-//! every workload in which tickwheel and the BinaryHeap peer (the closest
-//! one) take turns, one iteration each, the first mover alternating. The
+//! every workload in which tickwheel and the two heaps (the closest peers:
+//! `binary_heap` and the 16-byte `lean_heap`) take turns, one iteration
+//! each, in an order that cycles through all six orders of the three. The
 //! machine is shared and its noise comes in bursts of seconds; criterion
 //! measures one peer for seconds and then the next, so a burst can land on
-//! one of them only. In a round both run within a second of each other, so
-//! the per-round ratio is the robust comparison. The ratios go to
+//! one of them only. In a round all three run within seconds of each other,
+//! so the per-round ratio is the robust comparison. Each workload gets two
+//! lines, `heap/tickwheel` and `lean_heap/tickwheel`; they go to
 //! `<criterion dir>/interleaved.txt`, and `report.py` prints them.
 //!
 //! Run with `cargo bench --bench compare`, then `python3 benches/report.py`.
@@ -55,6 +57,7 @@ use tickwheel::Wheel;
 use peers::binary_heap::HeapTimers;
 use peers::btree_map::BTreeTimers;
 use peers::hhwt::HhwtPeer;
+use peers::lean_heap::LeanHeap;
 use peers::tokio_delay_queue::{paused_runtime, DelayQueuePeer, DqKey};
 use peers::{Peer, MAX_DELAY};
 
@@ -401,27 +404,57 @@ impl Workload for W4Churn<'_> {
     }
 }
 
-/// Rounds of the interleaved tickwheel/BinaryHeap comparison.
-const INTERLEAVED_ROUNDS: usize = 10;
+/// Rounds of the interleaved comparison of tickwheel and the two heaps: a
+/// multiple of 6, so each of the [`TURN_ORDERS`] comes up equally often.
+const INTERLEAVED_ROUNDS: usize = 12;
 
-/// One workload's interleaved rounds: heap time ÷ tickwheel time per round.
-fn interleave<W: Workload>(workload: &W, rounds: usize) -> String {
-    let mut wheel_ns = Vec::with_capacity(rounds);
-    let mut heap_ns = Vec::with_capacity(rounds);
+/// The interleaved peers, by index: tickwheel, binary_heap, lean_heap.
+const WHEEL: usize = 0;
+const HEAP: usize = 1;
+const LEAN: usize = 2;
+
+/// Every order of the three interleaved peers, cycled through round by
+/// round: each peer moves first, second and last equally often, and each
+/// goes before each other equally often.
+const TURN_ORDERS: [[usize; 3]; 6] = [
+    [WHEEL, HEAP, LEAN],
+    [HEAP, LEAN, WHEEL],
+    [LEAN, WHEEL, HEAP],
+    [WHEEL, LEAN, HEAP],
+    [LEAN, HEAP, WHEEL],
+    [HEAP, WHEEL, LEAN],
+];
+
+/// One workload's interleaved rounds: each heap's time ÷ tickwheel's time
+/// per round, as two lines (`binary_heap`, then `lean_heap`).
+fn interleave<W: Workload>(workload: &W, rounds: usize) -> [String; 2] {
+    let mut ns: [Vec<f64>; 3] = core::array::from_fn(|_| Vec::with_capacity(rounds));
     let per_op = |time: Duration| time.as_nanos() as f64 / workload.elements() as f64;
     for round in 0..rounds {
-        let run_wheel = || per_op(workload.run(1, &mut Wheel::<u64>::new).0);
-        let run_heap = || per_op(workload.run(1, &mut HeapTimers::<u64>::new).0);
-        if round % 2 == 0 {
-            wheel_ns.push(run_wheel());
-            heap_ns.push(run_heap());
-        } else {
-            heap_ns.push(run_heap());
-            wheel_ns.push(run_wheel());
+        for peer in TURN_ORDERS[round % TURN_ORDERS.len()] {
+            let time = match peer {
+                WHEEL => workload.run(1, &mut Wheel::<u64>::new).0,
+                HEAP => workload.run(1, &mut HeapTimers::<u64>::new).0,
+                _ => workload.run(1, &mut LeanHeap::new).0,
+            };
+            ns[peer].push(per_op(time));
         }
     }
-    let ratios: Vec<f64> = heap_ns.iter().zip(&wheel_ns).map(|(h, w)| h / w).collect();
-    let median = |values: &mut Vec<f64>| {
+    let group = workload.group();
+    [
+        ratio_line(&group, "binary_heap", "heap", &ns[WHEEL], &ns[HEAP]),
+        ratio_line(&group, "lean_heap", "lean_heap", &ns[WHEEL], &ns[LEAN]),
+    ]
+}
+
+/// One line of interleaved results: `peer`'s time ÷ tickwheel's time per
+/// round (`ratio` names it), with the median, the minimum and tickwheel's
+/// wins.
+fn ratio_line(group: &str, peer: &str, ratio: &str, wheel_ns: &[f64], peer_ns: &[f64]) -> String {
+    let rounds = wheel_ns.len();
+    let ratios: Vec<f64> = peer_ns.iter().zip(wheel_ns).map(|(p, w)| p / w).collect();
+    let median = |values: &[f64]| {
+        let mut values = values.to_vec();
         values.sort_by(f64::total_cmp);
         values[values.len() / 2]
     };
@@ -432,11 +465,10 @@ fn interleave<W: Workload>(workload: &W, rounds: usize) -> String {
         .collect::<Vec<_>>()
         .join(" ");
     format!(
-        "{}: tickwheel median {:.1} ns, binary_heap median {:.1} ns; heap/tickwheel per round: {in_order} (median {:.2}, min {:.2}; tickwheel faster in {wins} of {rounds})",
-        workload.group(),
-        median(&mut wheel_ns),
-        median(&mut heap_ns),
-        median(&mut ratios.clone()),
+        "{group}: tickwheel median {:.1} ns, {peer} median {:.1} ns; {ratio}/tickwheel per round: {in_order} (median {:.2}, min {:.2}; tickwheel faster in {wins} of {rounds})",
+        median(wheel_ns),
+        median(peer_ns),
+        median(&ratios),
         ratios.iter().copied().fold(f64::INFINITY, f64::min),
     )
 }
@@ -514,6 +546,7 @@ fn bench_workload<W: Workload>(c: &mut Criterion, workload: &W, checks: &mut Che
         &outcomes,
         HeapTimers::<u64>::new,
     );
+    bench_peer(&mut group, workload, "lean_heap", &outcomes, LeanHeap::new);
     bench_peer(
         &mut group,
         workload,
@@ -657,6 +690,7 @@ fn main() {
     }
 
     peers::binary_heap::self_check();
+    peers::lean_heap::self_check();
     let inputs = Inputs::new(&sizes);
     let n = sizes.n;
 
@@ -702,7 +736,7 @@ fn main() {
     let interleaved = if filtered {
         Vec::new()
     } else {
-        println!("\ninterleaved rounds, tickwheel vs binary_heap:");
+        println!("\ninterleaved rounds, tickwheel vs binary_heap and lean_heap:");
         let w1_insert = W1Insert {
             delays: &inputs.delays[..n],
         };
@@ -715,11 +749,12 @@ fn main() {
             interleave(&w2, rounds),
             interleave(&w3, rounds),
             interleave(&w4, rounds),
-        ];
+        ]
+        .concat();
         for line in &lines {
             println!("  {line}");
         }
-        lines.to_vec()
+        lines
     };
 
     let load_end = load_average();

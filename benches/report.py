@@ -7,7 +7,8 @@ per iteration) to get ns per operation, and prints one row per workload and
 one column per peer, each with its ratio to tickwheel (> 1 means slower than
 tickwheel). The machine line recorded by the run (target/criterion/
 machine.txt) is printed above the table, and the interleaved rounds
-(target/criterion/interleaved.txt) below it.
+(target/criterion/interleaved.txt: per workload, one heap/tickwheel line for
+binary_heap and one lean_heap/tickwheel line) below it.
 
 Usage: python3 benches/report.py [--criterion-dir DIR] [--stat mean|median]
                                  [--ci]
@@ -22,7 +23,7 @@ import os
 import sys
 
 # Column order; peers not listed here follow in alphabetical order.
-PEERS = ["tickwheel", "binary_heap", "btree_map", "tokio_delay_queue", "hhwt"]
+PEERS = ["tickwheel", "binary_heap", "lean_heap", "btree_map", "tokio_delay_queue", "hhwt"]
 BASELINE = "tickwheel"
 
 
@@ -133,7 +134,10 @@ def main():
     interleaved = os.path.join(args.criterion_dir, "interleaved.txt")
     if os.path.exists(interleaved):
         print()
-        print("Interleaved rounds, tickwheel and binary_heap taking turns (ns per operation):")
+        print(
+            "Interleaved rounds, tickwheel, binary_heap and lean_heap taking turns"
+            " (ns per operation):"
+        )
         print()
         with open(interleaved) as f:
             for line in f.read().splitlines():

@@ -6,17 +6,19 @@
 //! once, generically over [`Peer`], so each peer runs exactly the same
 //! operation sequence with exactly the same bookkeeping around it.
 //!
-//! | module                | structure                                                         |
-//! |-----------------------|-------------------------------------------------------------------|
-//! | [`tickwheel`]         | `tickwheel::Wheel<u64>`, the crate under test                     |
-//! | [`binary_heap`]       | `BinaryHeap` with lazy cancellation over a generational slot table |
-//! | [`btree_map`]         | `BTreeMap<(deadline, seq), index>` over a generational slot table  |
-//! | [`tokio_delay_queue`] | `tokio_util::time::DelayQueue` on a paused current-thread runtime  |
-//! | [`hhwt`]              | `hierarchical_hash_wheel_timer`'s cancellable quad wheel           |
+//! | module                | structure                                                                     |
+//! |-----------------------|-------------------------------------------------------------------------------|
+//! | [`tickwheel`]         | `tickwheel::Wheel<u64>`, the crate under test                                 |
+//! | [`binary_heap`]       | `BinaryHeap` with lazy cancellation over a generational slot table, FIFO ties |
+//! | [`lean_heap`]         | the same with 16-byte `(deadline, slot << 32 \| gen)` entries: no FIFO ties   |
+//! | [`btree_map`]         | `BTreeMap<(deadline, seq), index>` over a generational slot table             |
+//! | [`tokio_delay_queue`] | `tokio_util::time::DelayQueue` on a paused current-thread runtime             |
+//! | [`hhwt`]              | `hierarchical_hash_wheel_timer`'s cancellable quad wheel                      |
 
 pub(crate) mod binary_heap;
 pub(crate) mod btree_map;
 pub(crate) mod hhwt;
+pub(crate) mod lean_heap;
 pub(crate) mod tickwheel;
 pub(crate) mod tokio_delay_queue;
 
