@@ -32,6 +32,7 @@ use tokio_util::time::DelayQueue;
 use peers::binary_heap::HeapTimers;
 use peers::btree_map::BTreeTimers;
 use peers::hhwt::HhwtPeer;
+use peers::lean_heap::LeanHeap;
 use peers::tokio_delay_queue::{paused_runtime, DelayQueuePeer};
 use peers::Peer;
 
@@ -142,8 +143,15 @@ fn main() {
         count("tickwheel, then `shrink_to_fit()`", || {
             fill(&delays, Wheel::<u64>::new, Wheel::shrink_to_fit)
         }),
+        count("tickwheel `Wheel::with_capacity(n)`", || {
+            fill(&delays, || Wheel::<u64>::with_capacity(n), |_| {})
+        }),
         count("binary_heap", || {
             fill(&delays, HeapTimers::<u64>::new, |_| {})
+        }),
+        count("lean_heap", || fill(&delays, LeanHeap::new, |_| {})),
+        count("lean_heap `with_capacity(n)`", || {
+            fill(&delays, || LeanHeap::with_capacity(n), |_| {})
         }),
         count("btree_map", || {
             fill(&delays, BTreeTimers::<u64>::new, |_| {})
@@ -187,9 +195,10 @@ fn main() {
         "¹ a `realloc` is counted as if in place, so the peak omits a moved block's old copy."
     );
     println!(
-        "key sizes: tickwheel {} B, binary_heap {} B, btree_map {} B, tokio_delay_queue {} B (slab index + id), hhwt {} B (id + value)",
+        "key sizes: tickwheel {} B, binary_heap {} B, lean_heap {} B, btree_map {} B, tokio_delay_queue {} B (slab index + id), hhwt {} B (id + value)",
         core::mem::size_of::<tickwheel::TimerKey>(),
         core::mem::size_of::<<HeapTimers<u64> as Peer>::Key>(),
+        core::mem::size_of::<<LeanHeap as Peer>::Key>(),
         core::mem::size_of::<<BTreeTimers<u64> as Peer>::Key>(),
         core::mem::size_of::<<DelayQueuePeer<'static> as Peer>::Key>(),
         core::mem::size_of::<<HhwtPeer as Peer>::Key>(),
