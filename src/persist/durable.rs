@@ -17,64 +17,12 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
-use super::format::{Damage, Record};
+use super::format::Record;
+use super::handle::{DurableHandle, Recovery};
 use super::journal::{replay, spawn_flusher, Job, JournalError, Log, RunAndRecord, SyncPolicy};
 use super::payload::Payload;
 use super::{MisfirePolicy, Outcome, PendingJob, Snapshot};
-use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer, TimerHandle};
-
-/// What [`DurableTimer::open`] found and did.
-///
-/// ```
-/// fn log(recovery: &tickwheel::persist::Recovery<u64>) {
-///     println!(
-///         "restored {} jobs, {} damaged stretches skipped",
-///         recovery.outcomes.len(),
-///         recovery.damage.len()
-///     );
-/// }
-/// # let _ = log;
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct Recovery<T> {
-    /// Per restored job: its id and what the misfire policy did with it.
-    pub outcomes: Vec<(u64, Outcome)>,
-    /// Missed jobs the policy dead-lettered, handed back (and written off
-    /// in the journal).
-    pub dead_letters: Vec<PendingJob<T>>,
-    /// Stretches of the file that did not decode and were skipped.
-    pub damage: Vec<Damage>,
-    /// Jobs whose stored payload did not decode, as `(id, bytes)`; written
-    /// off in the journal.
-    pub undecodable: Vec<(u64, Vec<u8>)>,
-}
-
-/// A handle to a durable job: for [`DurableTimer::cancel`] and
-/// [`DurableTimer::reset`]. `id` is the job's id in the journal, stable
-/// across restarts.
-///
-/// ```
-/// # fn f(h: tickwheel::persist::DurableHandle) -> u64 {
-/// h.id()
-/// # }
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DurableHandle {
-    handle: TimerHandle,
-    id: u64,
-}
-
-impl DurableHandle {
-    /// The job's id in the journal.
-    ///
-    /// ```
-    /// # fn f(h: tickwheel::persist::DurableHandle) -> u64 { h.id() }
-    /// ```
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-}
+use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer};
 
 /// Delayed jobs that survive a crash: a [`Timer`] whose every schedule,
 /// cancel, reset and completed run is written to a journal (format in

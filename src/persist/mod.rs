@@ -46,6 +46,7 @@
 
 mod durable;
 mod format;
+mod handle;
 mod journal;
 mod payload;
 mod restore;
@@ -56,8 +57,9 @@ use std::time::{Instant, SystemTime};
 
 use crate::timer::{Executor, MissedTicks, Timer};
 
-pub use durable::{DurableHandle, DurableTimer, Recovery};
+pub use durable::DurableTimer;
 pub use format::Damage;
+pub use handle::{DurableHandle, Recovery};
 pub use journal::{JournalError, SyncPolicy};
 pub use payload::Payload;
 pub use restore::{

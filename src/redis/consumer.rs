@@ -16,6 +16,7 @@
 //! `ZRANGE`: a lost hint costs one poll interval, never a stall. Idle, a
 //! consumer sends about one command per poll interval.
 
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -26,78 +27,12 @@ use std::time::{Instant, SystemTime};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 
-use super::client::{self, arg, bump, jitter, Client};
-use super::client::{time_of, Shared};
-use super::resp::{RespError, Value};
+use super::client::{self, arg, bump, jitter, time_of, Shared};
+use super::hints::{listen, Wake};
+use super::outcome::{Acked, Delivery, Nacked};
+use super::resp::Value;
 use super::QueueError;
 use crate::timer::{Timer, TimerHandle};
-
-/// A delivered job. Ack it when done, or nack it to retry; if neither
-/// happens before the lease runs out, it is delivered again.
-///
-/// ```
-/// fn handle(job: &tickwheel::redis::Delivery) {
-///     println!("{} (attempt {})", job.id, job.attempt);
-/// }
-/// # let _ = handle;
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Delivery {
-    /// The job's id.
-    pub id: String,
-    /// Its payload.
-    pub payload: Vec<u8>,
-    /// 1 for the first delivery, and one more for each redelivery.
-    pub attempt: u32,
-    /// When it was due (server clock).
-    pub due: SystemTime,
-}
-
-use alloc::string::String;
-
-/// What an [`ack`](Consumer::ack) found.
-///
-/// ```
-/// use tickwheel::redis::Acked;
-/// fn fine(a: Acked) -> bool { a == Acked::Acked }
-/// # let _ = fine;
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Acked {
-    /// Done: the job is gone (its id is remembered for the retention).
-    Acked,
-    /// The lease had run out and the job was delivered again (or
-    /// dead-lettered); this ack changed nothing.
-    LeaseLost,
-}
-
-/// What a [`nack`](Consumer::nack) did.
-///
-/// ```
-/// use tickwheel::redis::Nacked;
-/// fn gave_up(n: Nacked) -> bool { n == Nacked::DeadLettered }
-/// # let _ = gave_up;
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Nacked {
-    /// The job will be delivered again after the delay.
-    Retrying,
-    /// It was out of attempts: it is in the dead-letter set.
-    DeadLettered,
-    /// The lease had run out; this nack changed nothing.
-    LeaseLost,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Wake {
-    /// Something is due (the timer fired, or a claim filled its batch).
-    Due,
-    /// A producer scheduled a job due at this time (server microseconds).
-    Hint(i64),
-}
 
 /// Takes due jobs from a [`Queue`](super::Queue). `Send + Sync`: several threads may
 /// call [`fetch`](Self::fetch) on one consumer.
@@ -483,54 +418,6 @@ impl Drop for Consumer {
             let _ = subscriber.join();
         }
     }
-}
-
-/// The hint thread: subscribes to the queue's wake channel and forwards
-/// each due time; re-subscribes with backoff when the connection drops,
-/// and then wakes the consumer, since hints may have been missed.
-fn listen(shared: &Shared, tx: &Sender<Wake>, stop: &AtomicBool) {
-    let mut backoff = Duration::from_millis(10);
-    while !stop.load(Ordering::Acquire) {
-        let subscribed = subscribe(&shared.client, &shared.keys.channel);
-        let Ok(mut conn) = subscribed else {
-            bump(&shared.client.counters.failures, 1);
-            std::thread::sleep(jitter(backoff));
-            backoff = (backoff * 2).min(Duration::from_secs(1));
-            continue;
-        };
-        backoff = Duration::from_millis(10);
-        let _ = tx.send(Wake::Due);
-        while !stop.load(Ordering::Acquire) {
-            match conn.recv_timeout(Duration::from_millis(100)) {
-                Ok(None) => {}
-                Ok(Some(message)) => {
-                    if let Some(at) = hint_of(message) {
-                        let _ = tx.send(Wake::Hint(at));
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-    }
-}
-
-fn subscribe(client: &Client, channel: &[u8]) -> Result<super::resp::Connection, RespError> {
-    let mut conn = client.dial()?;
-    conn.send(&[b"SUBSCRIBE", channel])?;
-    conn.recv()?; // the subscription's confirmation
-    Ok(conn)
-}
-
-/// A pub/sub `message` reply's payload: a due time in microseconds.
-fn hint_of(message: Value) -> Option<i64> {
-    let parts = message.into_array()?;
-    let [kind, _, payload] = parts.as_slice() else {
-        return None;
-    };
-    if kind.as_bulk()? != b"message" {
-        return None;
-    }
-    core::str::from_utf8(payload.as_bulk()?).ok()?.parse().ok()
 }
 
 fn first_score(head: &Value) -> Option<i64> {

@@ -62,15 +62,18 @@ mod builder;
 mod client;
 mod consumer;
 mod error;
+mod hints;
 #[cfg(feature = "serde")]
 mod json;
+mod outcome;
 mod queue;
 mod resp;
 
 pub use builder::QueueBuilder;
-pub use consumer::{Acked, Consumer, Delivery, Nacked};
+pub use consumer::Consumer;
 pub use error::QueueError;
-pub use queue::{Cancelled, DeadLetter, Queue, Scheduled};
+pub use outcome::{Acked, Cancelled, DeadLetter, Delivery, Nacked, Scheduled};
+pub use queue::Queue;
 
 use crate::timer::Lateness;
 

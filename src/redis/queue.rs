@@ -9,76 +9,9 @@ use std::time::SystemTime;
 
 use super::client::{self, arg, bump, int, time_of, Shared};
 use super::consumer::Consumer;
+use super::outcome::{Cancelled, DeadLetter, Scheduled};
 use super::resp::Value;
 use super::{Metrics, QueueError, MAX_DUE_MICROS, MAX_ID, MAX_PAYLOAD};
-
-/// What [`Queue::schedule`] did.
-///
-/// ```
-/// use tickwheel::redis::Scheduled;
-/// fn stored(s: &Scheduled) -> bool {
-///     matches!(s, Scheduled::Created { .. } | Scheduled::Exists)
-/// }
-/// # let _ = stored;
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Scheduled {
-    /// A new job, due at this time by the Redis server's clock.
-    Created {
-        /// When it is due.
-        due: SystemTime,
-    },
-    /// A job with this id exists (waiting, in flight or dead-lettered), or
-    /// ended within the retention window: nothing was changed.
-    Exists,
-}
-
-/// Who won a [`Queue::cancel`].
-///
-/// ```
-/// use tickwheel::redis::Cancelled;
-/// fn won(c: &Cancelled) -> bool { matches!(c, Cancelled::Cancelled(_)) }
-/// # let _ = won;
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Cancelled {
-    /// The job will never be delivered; here is its payload. (A
-    /// dead-lettered job is removed the same way.)
-    Cancelled(Vec<u8>),
-    /// A consumer holds it now: it may still be acked, or delivered again
-    /// if its lease runs out.
-    InFlight,
-    /// It was delivered and acked.
-    Delivered,
-    /// It had already been cancelled, or was discarded by the misfire
-    /// policy.
-    Ended,
-    /// No job with this id exists (or it ended before the retention window).
-    Unknown,
-}
-
-/// A dead-lettered job, from [`Queue::dead_letters`].
-///
-/// ```
-/// fn show(d: &tickwheel::redis::DeadLetter) -> String {
-///     format!("{} after {} attempts", d.id, d.attempts)
-/// }
-/// # let _ = show;
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DeadLetter {
-    /// The job's id.
-    pub id: String,
-    /// Its payload.
-    pub payload: Vec<u8>,
-    /// Deliveries it had.
-    pub attempts: u32,
-    /// When it was dead-lettered (server clock).
-    pub at: SystemTime,
-}
 
 /// A durable delayed-job queue on a Redis server: the producer's side.
 /// Cloning it is cheap and shares its connections. See the [module

@@ -13,11 +13,11 @@ const MAX_LEN: i64 = 512 * 1024 * 1024;
 
 /// The longest line (type byte to `\r\n`) accepted. Simple strings and
 /// errors are short; anything long comes as a bulk string.
-pub(super) const MAX_LINE: usize = 1024 * 1024;
+const MAX_LINE: usize = 1024 * 1024;
 
 /// The deepest nesting of arrays accepted. Nothing we send gets replies
 /// nested more than three deep.
-pub(super) const MAX_DEPTH: usize = 32;
+const MAX_DEPTH: usize = 32;
 
 /// What is reserved up front for a bulk string or an array, whatever length
 /// it announces: the rest grows only as the bytes actually arrive.
@@ -196,7 +196,7 @@ pub(super) fn encode<A: AsRef<[u8]>>(out: &mut Vec<u8>, args: &[A]) {
 }
 
 /// Appends `n` in decimal.
-pub(super) fn push_decimal(out: &mut Vec<u8>, n: usize) {
+fn push_decimal(out: &mut Vec<u8>, n: usize) {
     let mut n = n as u64;
     let mut digits = [0u8; 20]; // u64::MAX has 20 digits
     let mut start = digits.len();
@@ -346,3 +346,7 @@ fn bad_line(what: &str, line: &[u8]) -> RespError {
         shown.escape_ascii()
     ))
 }
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+mod tests;

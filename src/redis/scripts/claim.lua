@@ -27,9 +27,7 @@ local function deliver(id, attempt, due, member)
 end
 
 local function dead_letter(id, attempt, due, member)
-  redis.call('ZREM', KEYS[1], member)
-  store(id, 'x', attempt, due, member)
-  redis.call('ZADD', KEYS[4], num(now), member)
+  to_dead(id, attempt, due, member)
   dead = dead + 1
 end
 

@@ -44,3 +44,20 @@ local function hint_if_first(member, at, channel)
     redis.call('PUBLISH', channel, num(at))
   end
 end
+
+-- The job `id` if it is leased under `attempt` (the lease's fencing
+-- token): its attempt, due time and member; nil if the lease is lost.
+local function held(id, attempt)
+  local meta = redis.call('HGET', KEYS[2], id)
+  if not meta then return nil end
+  local state, a, due, member = parse(meta)
+  if state ~= 'l' or a ~= tonumber(attempt) then return nil end
+  return a, due, member
+end
+
+-- Moves a job to the dead letters.
+local function to_dead(id, attempt, due, member)
+  redis.call('ZREM', KEYS[1], member)
+  store(id, 'x', attempt, due, member)
+  redis.call('ZADD', KEYS[4], num(now), member)
+end

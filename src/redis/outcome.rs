@@ -1,0 +1,132 @@
+//! What the queue's calls answer: a schedule, a cancel, a dead letter; a
+//! delivery, and what its ack or nack did.
+
+use alloc::vec::Vec;
+use std::time::SystemTime;
+
+/// A delivered job. Ack it when done, or nack it to retry; if neither
+/// happens before the lease runs out, it is delivered again.
+///
+/// ```
+/// fn handle(job: &tickwheel::redis::Delivery) {
+///     println!("{} (attempt {})", job.id, job.attempt);
+/// }
+/// # let _ = handle;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Delivery {
+    /// The job's id.
+    pub id: String,
+    /// Its payload.
+    pub payload: Vec<u8>,
+    /// 1 for the first delivery, and one more for each redelivery.
+    pub attempt: u32,
+    /// When it was due (server clock).
+    pub due: SystemTime,
+}
+
+use alloc::string::String;
+
+/// What an [`ack`](super::Consumer::ack) found.
+///
+/// ```
+/// use tickwheel::redis::Acked;
+/// fn fine(a: Acked) -> bool { a == Acked::Acked }
+/// # let _ = fine;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Acked {
+    /// Done: the job is gone (its id is remembered for the retention).
+    Acked,
+    /// The lease had run out and the job was delivered again (or
+    /// dead-lettered); this ack changed nothing.
+    LeaseLost,
+}
+
+/// What a [`nack`](super::Consumer::nack) did.
+///
+/// ```
+/// use tickwheel::redis::Nacked;
+/// fn gave_up(n: Nacked) -> bool { n == Nacked::DeadLettered }
+/// # let _ = gave_up;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Nacked {
+    /// The job will be delivered again after the delay.
+    Retrying,
+    /// It was out of attempts: it is in the dead-letter set.
+    DeadLettered,
+    /// The lease had run out; this nack changed nothing.
+    LeaseLost,
+}
+
+/// What [`Queue::schedule`](super::Queue::schedule) did.
+///
+/// ```
+/// use tickwheel::redis::Scheduled;
+/// fn stored(s: &Scheduled) -> bool {
+///     matches!(s, Scheduled::Created { .. } | Scheduled::Exists)
+/// }
+/// # let _ = stored;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Scheduled {
+    /// A new job, due at this time by the Redis server's clock.
+    Created {
+        /// When it is due.
+        due: SystemTime,
+    },
+    /// A job with this id exists (waiting, in flight or dead-lettered), or
+    /// ended within the retention window: nothing was changed.
+    Exists,
+}
+
+/// Who won a [`Queue::cancel`](super::Queue::cancel).
+///
+/// ```
+/// use tickwheel::redis::Cancelled;
+/// fn won(c: &Cancelled) -> bool { matches!(c, Cancelled::Cancelled(_)) }
+/// # let _ = won;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Cancelled {
+    /// The job will never be delivered; here is its payload. (A
+    /// dead-lettered job is removed the same way.)
+    Cancelled(Vec<u8>),
+    /// A consumer holds it now: it may still be acked, or delivered again
+    /// if its lease runs out.
+    InFlight,
+    /// It was delivered and acked.
+    Delivered,
+    /// It had already been cancelled, or was discarded by the misfire
+    /// policy.
+    Ended,
+    /// No job with this id exists (or it ended before the retention window).
+    Unknown,
+}
+
+/// A dead-lettered job, from [`Queue::dead_letters`](super::Queue::dead_letters).
+///
+/// ```
+/// fn show(d: &tickwheel::redis::DeadLetter) -> String {
+///     format!("{} after {} attempts", d.id, d.attempts)
+/// }
+/// # let _ = show;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeadLetter {
+    /// The job's id.
+    pub id: String,
+    /// Its payload.
+    pub payload: Vec<u8>,
+    /// Deliveries it had.
+    pub attempts: u32,
+    /// When it was dead-lettered (server clock).
+    pub at: SystemTime,
+}
