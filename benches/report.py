@@ -8,7 +8,9 @@ one column per peer, each with its ratio to tickwheel (> 1 means slower than
 tickwheel). The machine line recorded by the run (target/criterion/
 machine.txt) is printed above the table, and the interleaved rounds
 (target/criterion/interleaved.txt: per workload, one heap/tickwheel line for
-binary_heap and one lean_heap/tickwheel line) below it.
+binary_heap and one lean_heap/tickwheel line) below it. If
+`cargo bench --bench tail` has run, its per-operation tail latency table
+(target/criterion/tail.txt, with its own machine line) follows.
 
 Usage: python3 benches/report.py [--criterion-dir DIR] [--stat mean|median]
                                  [--ci]
@@ -96,9 +98,13 @@ def main():
     args = parser.parse_args()
 
     results = load(args.criterion_dir, args.stat)
+    tail = os.path.join(args.criterion_dir, "tail.txt")
     if not results:
         print(f"no criterion results under {args.criterion_dir}", file=sys.stderr)
-        return 1
+        if not os.path.exists(tail):
+            return 1
+        print_tail(tail)
+        return 0
 
     machine = os.path.join(args.criterion_dir, "machine.txt")
     if os.path.exists(machine):
@@ -142,7 +148,24 @@ def main():
         with open(interleaved) as f:
             for line in f.read().splitlines():
                 print(f"- {line}")
+    if os.path.exists(tail):
+        print()
+        print_tail(tail)
     return 0
+
+
+def print_tail(path):
+    """The table of `cargo bench --bench tail`: its header lines (machine,
+    load, clock) as a quote, then the table as written."""
+    print("Per-operation tail latency (`cargo bench --bench tail`):")
+    print()
+    with open(path) as f:
+        lines = f.read().splitlines()
+    blank = lines.index("") if "" in lines else 0
+    for line in lines[:blank]:
+        print(f"> {line}  ")
+    for line in lines[blank:]:
+        print(line)
 
 
 if __name__ == "__main__":

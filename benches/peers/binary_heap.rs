@@ -88,6 +88,20 @@ impl<T> HeapTimers<T> {
         }
     }
 
+    /// Room for `capacity` live timers without reallocating: the heap, the
+    /// slot table and the free list (which never holds more indices than
+    /// there are slots) each get `capacity` entries. Stale heap entries may
+    /// still grow the heap, up to the compaction bound.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        HeapTimers {
+            heap: BinaryHeap::with_capacity(capacity),
+            slots: Vec::with_capacity(capacity),
+            free: Vec::with_capacity(capacity),
+            next_seq: 1,
+            live: 0,
+        }
+    }
+
     #[inline]
     fn take_seq(&mut self) -> u64 {
         let seq = self.next_seq;

@@ -35,11 +35,23 @@ pub(crate) struct BTreeTimers<T> {
 }
 
 impl<T> BTreeTimers<T> {
+    /// An empty structure with nothing reserved.
+    #[allow(
+        dead_code,
+        reason = "memory.rs measures the unreserved table; compare.rs reserves"
+    )]
     pub(crate) fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// Room for `capacity` live timers in the slot table and the free list.
+    /// The map itself cannot reserve: `BTreeMap` has no `with_capacity`,
+    /// it allocates its nodes one at a time.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
         BTreeTimers {
             map: BTreeMap::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
+            slots: Vec::with_capacity(capacity),
+            free: Vec::with_capacity(capacity),
             next_seq: 1,
         }
     }

@@ -2,9 +2,9 @@
 //! the deterministic inputs every one of them is fed.
 //!
 //! Every peer stores `u64` values and counts time in abstract ticks (1 ms for
-//! the peers that want durations). The workloads in `compare.rs` are written
-//! once, generically over [`Peer`], so each peer runs exactly the same
-//! operation sequence with exactly the same bookkeeping around it.
+//! the peers that want durations). The workloads (`benches/workloads/`) are
+//! written once, generically over [`Peer`], so each peer runs exactly the
+//! same operation sequence with exactly the same bookkeeping around it.
 //!
 //! | module                | structure                                                                     |
 //! |-----------------------|-------------------------------------------------------------------------------|

@@ -64,10 +64,20 @@ pub(crate) struct DelayQueuePeer<'rt> {
 
 impl<'rt> DelayQueuePeer<'rt> {
     /// An empty queue at tick 0. Call inside `runtime.enter()`.
+    #[allow(
+        dead_code,
+        reason = "memory.rs measures the unreserved queue; compare.rs reserves"
+    )]
     pub(crate) fn new(runtime: &'rt Runtime) -> Self {
+        Self::with_capacity(runtime, 0)
+    }
+
+    /// An empty queue at tick 0 whose slab has room for `capacity` items
+    /// (`DelayQueue::with_capacity`). Call inside `runtime.enter()`.
+    pub(crate) fn with_capacity(runtime: &'rt Runtime, capacity: usize) -> Self {
         DelayQueuePeer {
             runtime,
-            queue: DelayQueue::new(),
+            queue: DelayQueue::with_capacity(capacity),
             origin: Instant::now(),
             now: 0,
             next_id: 0,
