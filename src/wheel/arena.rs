@@ -45,6 +45,9 @@ pub(crate) struct Entry<T> {
     pub(crate) deadline: Tick,
     /// Matched against a key's stamp (see `key.rs`).
     pub(crate) stamp: NonZeroU32,
+    /// When the timer was inserted or last reset, from the wheel's
+    /// sequence counter: the order of timers with equal deadlines.
+    pub(crate) seq: u32,
     /// A prefetch hint: an entry about `LOOKAHEAD` places further down the
     /// same list, as of when that entry was appended. Never trusted for
     /// anything but warming the cache: after cancels it may name an entry
@@ -379,6 +382,7 @@ mod tests {
         Entry {
             deadline: value,
             stamp: NonZeroU32::MIN,
+            seq: 0,
             ahead: 0,
             value,
         }
@@ -388,12 +392,12 @@ mod tests {
     fn a_node_state_costs_no_more_than_its_entry() {
         // The stamp's niche marks vacant nodes: no tag. Plus 8 bytes of links.
         assert_eq!(core::mem::size_of::<Link>(), 8);
-        assert_eq!(core::mem::size_of::<Node<u64>>(), 32);
-        assert_eq!(core::mem::size_of::<Node<()>>(), 24);
-        assert_eq!(core::mem::size_of::<NodeState<u64>>(), 24);
-        assert_eq!(core::mem::size_of::<NodeState<()>>(), 16);
+        assert_eq!(core::mem::size_of::<Node<u64>>(), 40);
+        assert_eq!(core::mem::size_of::<Node<()>>(), 32);
+        assert_eq!(core::mem::size_of::<NodeState<u64>>(), 32);
+        assert_eq!(core::mem::size_of::<NodeState<()>>(), 24);
         assert_eq!(core::mem::size_of::<NodeState<u32>>(), 24);
-        assert_eq!(core::mem::size_of::<NodeState<[u8; 16]>>(), 32);
+        assert_eq!(core::mem::size_of::<NodeState<[u8; 16]>>(), 40);
     }
 
     #[test]

@@ -236,7 +236,7 @@ impl<T> Wheel<T> {
         match self.lists.as_slot(list) {
             Some((level, slot)) => {
                 self.occupied[level as usize] &= !(1 << slot);
-                if level == 0 {
+                if level == 0 && !self.lazy {
                     self.nodes.append(self.lists.due, list);
                 } else {
                     self.cascade(list);
@@ -250,22 +250,35 @@ impl<T> Wheel<T> {
         true
     }
 
-    /// Re-files every timer of `list` relative to `elapsed`, in order.
+    /// Re-files every timer of `list` relative to `elapsed`, in order: a
+    /// cascade, or a level-0 slot coming due in a wheel with lazy resets.
+    /// Timers due at `elapsed` join the due list; if resets may have been
+    /// lazy, in sequence order (see `file_due_in_order`).
     pub(super) fn cascade(&mut self, list: ListId) {
         let Some(chain) = self.nodes.take(list) else {
             return;
         };
+        let lazy = self.lazy;
+        let mut due = core::mem::take(&mut self.batch);
         let mut index = chain.first;
         loop {
             // Read the successor before re-linking overwrites it.
             let next = self.nodes.next_of(index);
             self.nodes.prefetch_ahead_of(index);
-            self.refile(index);
+            if lazy && self.nodes.entries.entry(index).deadline <= self.elapsed {
+                due.push(index);
+            } else {
+                self.refile(index);
+            }
             if index == chain.last {
                 break;
             }
             index = next;
         }
+        if !due.is_empty() {
+            self.file_due_in_order(&mut due);
+        }
+        self.batch = due;
     }
 
     /// The earliest event: the time and list of the next slot to process, or

@@ -24,6 +24,32 @@ impl<T> Wheel<T> {
         self.nodes.push_back(list, index);
     }
 
+    /// The next value of the sequence counter.
+    #[inline]
+    pub(super) fn next_seq(&mut self) -> u32 {
+        self.seq = self.seq.wrapping_add(1);
+        self.seq
+    }
+
+    /// Files `batch`, timers due at `elapsed` taken out of their lists, at
+    /// the back of the due list in sequence order: first inserted or reset,
+    /// first out. A walk gathers them in list order, which is already
+    /// sequence order unless a timer reset lazily was filed again behind
+    /// timers filed after its reset; only then is the batch sorted.
+    pub(super) fn file_due_in_order(&mut self, batch: &mut alloc::vec::Vec<u32>) {
+        let entries = &self.nodes.entries;
+        // Ages from the current counter: every live timer took its `seq`
+        // within the last 2^31 inserts and resets (see the module docs).
+        let age = |index: &u32| self.seq.wrapping_sub(entries.entry(*index).seq);
+        if !batch.windows(2).all(|pair| age(&pair[0]) > age(&pair[1])) {
+            batch.sort_unstable_by_key(|index| core::cmp::Reverse(age(index)));
+        }
+        for &index in batch.iter() {
+            self.nodes.push_back(self.lists.due, index);
+        }
+        batch.clear();
+    }
+
     /// Re-files a cascading timer relative to the new `elapsed`.
     #[inline]
     pub(super) fn refile(&mut self, index: u32) {
@@ -86,6 +112,7 @@ impl<T> Wheel<T> {
     /// drained by the caller.
     pub(super) fn forget_lists(&mut self) {
         self.cancelled_len = 0;
+        self.lazy = false;
         self.nodes.reset_lists();
         self.occupied = [0; Geometry::MAX_LEVELS as usize];
         self.overflow_min = Tick::MAX;

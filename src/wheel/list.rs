@@ -272,6 +272,7 @@ mod tests {
         nodes.entries.insert(Entry {
             deadline: 0,
             stamp: core::num::NonZeroU32::MIN,
+            seq: 0,
             ahead: u32::MAX,
             value,
         })

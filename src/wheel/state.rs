@@ -107,6 +107,14 @@ pub struct Wheel<T> {
     /// A lower bound of the overflow list's deadlines (stale after cancels).
     pub(super) overflow_min: Tick,
     pub(super) stamps: Stamps,
+    /// The sequence counter: every insert and reset takes the next value
+    /// into the timer's `seq`, which orders timers with equal deadlines.
+    pub(super) seq: u32,
+    /// Some reset was lazy (see `Wheel::reset`): a slot may hold timers
+    /// whose deadline moved on, so slots are walked when they come due.
+    pub(super) lazy: bool,
+    /// Reused buffer for the timers a walk makes due.
+    pub(super) batch: alloc::vec::Vec<u32>,
     /// Cancelled timers still linked into a slot or the overflow list (never
     /// the due or late list), their values gone and their arena nodes held
     /// off the free list; unlinked in a batch by `unlink_cancelled` before
@@ -186,6 +194,9 @@ impl<T> Wheel<T> {
             elapsed: 0,
             overflow_min: Tick::MAX,
             stamps: Stamps::new(),
+            seq: 0,
+            lazy: false,
+            batch: alloc::vec::Vec::new(),
             cancelled: [0; CANCEL_BATCH],
             cancelled_len: 0,
         }

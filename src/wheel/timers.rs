@@ -66,9 +66,11 @@ impl<T> Wheel<T> {
             return Err(CapacityError::new(value));
         }
         let stamp = self.stamps.take();
+        let seq = self.next_seq();
         let index = self.nodes.entries.insert(Entry {
             deadline,
             stamp,
+            seq,
             ahead: u32::MAX,
             value,
         });
@@ -140,9 +142,19 @@ impl<T> Wheel<T> {
     /// ```
     pub fn reset(&mut self, key: TimerKey, deadline: Tick) -> bool {
         let now = self.now;
+        let seq = self.next_seq();
         let Some(entry) = self.entry_mut(key) else {
             return false;
         };
+        entry.seq = seq;
+        if entry.deadline > now && deadline >= entry.deadline {
+            // Not yet due, and no earlier: the timer may stay where it is
+            // filed, which comes due no later than its new deadline; when
+            // it does, the walk files it again (see the module docs).
+            entry.deadline = deadline;
+            self.lazy = true;
+            return true;
+        }
         let was_due = entry.deadline <= now;
         entry.deadline = deadline;
         self.unlink(key.index);
