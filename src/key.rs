@@ -7,13 +7,15 @@
 //! stamp from the wheel's counter; the stamp is stored in the entry and never
 //! changes while the timer is pending (a reset keeps it). When a timer fires or
 //! is cancelled its arena node is freed and may be reused by a later insert,
-//! which gets a later stamp, so the old key no longer matches.
+//! which gets a later stamp, so the old key no longer matches. Resets advance
+//! the same counter: its values also order timers with equal deadlines (see
+//! `Entry::seq` in `wheel/arena.rs`).
 //!
 //! The counter is 32 bits and skips zero, so an old key can only match a new
 //! timer if that timer reuses the same arena node *and* was inserted exactly
-//! a multiple of 2³² − 1 inserts after the old one. That is the wrap-around
-//! bound: a key kept for fewer than 4,294,967,295 later inserts is never
-//! confused with another timer.
+//! a multiple of 2³² − 1 inserts and resets after the old one. That is the
+//! wrap-around bound: a key kept for fewer than 4,294,967,295 later inserts
+//! and resets is never confused with another timer.
 //!
 //! Each wheel starts its counter at a different point (consecutive wheels are
 //! spread about 2³²/φ apart), so a key from another wheel is rejected unless
@@ -96,6 +98,12 @@ impl Stamps {
         Stamps {
             next: NonZeroU32::new(seed()).unwrap_or(NonZeroU32::MIN),
         }
+    }
+
+    /// The stamp [`take`](Self::take) returns next.
+    #[inline]
+    pub(crate) fn peek(&self) -> u32 {
+        self.next.get()
     }
 
     /// Takes the next stamp, skipping zero on wrap-around.

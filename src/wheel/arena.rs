@@ -45,15 +45,50 @@ pub(crate) struct Entry<T> {
     pub(crate) deadline: Tick,
     /// Matched against a key's stamp (see `key.rs`).
     pub(crate) stamp: NonZeroU32,
-    /// When the timer was inserted or last reset, from the wheel's
-    /// sequence counter: the order of timers with equal deadlines.
-    pub(crate) seq: u32,
     /// A prefetch hint: an entry about `LOOKAHEAD` places further down the
     /// same list, as of when that entry was appended. Never trusted for
     /// anything but warming the cache: after cancels it may name an entry
-    /// elsewhere, a vacant node, or nothing.
+    /// elsewhere, a vacant node, or nothing ([`NO_HINT`]). Once the timer
+    /// is reset it holds the reset's sequence number instead (see
+    /// [`Entry::seq`]).
     pub(crate) ahead: u32,
     pub(crate) value: T,
+}
+
+/// Set in [`Entry::ahead`] when it holds the sequence number of the
+/// timer's last reset rather than a prefetch hint.
+const RESET_SEQ: u32 = 1 << 31;
+
+/// [`Entry::ahead`] naming no entry: above every index (indices stay below
+/// `Wheel::MAX_TIMERS`), without the [`RESET_SEQ`] bit.
+pub(crate) const NO_HINT: u32 = !RESET_SEQ;
+
+/// Sequence numbers, and so the order of timers with equal deadlines, are
+/// the low 31 bits of the wheel's stamp counter, which every insert and
+/// reset advances.
+pub(crate) const SEQ_MASK: u32 = !RESET_SEQ;
+
+impl<T> Entry<T> {
+    /// When the timer was inserted or last reset: its stamp if it was never
+    /// reset, else the sequence number its last reset stored in `ahead`.
+    /// The order of timers with equal deadlines (first in, first out), as a
+    /// 31-bit counter value.
+    #[inline]
+    pub(crate) fn seq(&self) -> u32 {
+        if self.ahead & RESET_SEQ != 0 {
+            self.ahead & SEQ_MASK
+        } else {
+            self.stamp.get() & SEQ_MASK
+        }
+    }
+
+    /// Records a reset taking stamp-counter value `seq`. The entry's
+    /// prefetch hint is given up for it, for good: hints are only hints,
+    /// and a timer that is reset rarely sits in a long walk.
+    #[inline]
+    pub(crate) fn set_reset_seq(&mut self, seq: u32) {
+        self.ahead = RESET_SEQ | (seq & SEQ_MASK);
+    }
 }
 
 /// What [`Arena::iter`] returns.
@@ -240,7 +275,10 @@ impl<T> Arena<T> {
                 link,
                 state: NodeState::Occupied(entry),
             }) => {
-                entry.ahead = ahead;
+                // A reset timer's `ahead` holds its sequence number.
+                if entry.ahead & RESET_SEQ == 0 {
+                    entry.ahead = ahead;
+                }
                 Some(link.next)
             }
             _ => None,
@@ -382,7 +420,6 @@ mod tests {
         Entry {
             deadline: value,
             stamp: NonZeroU32::MIN,
-            seq: 0,
             ahead: 0,
             value,
         }
@@ -392,12 +429,12 @@ mod tests {
     fn a_node_state_costs_no_more_than_its_entry() {
         // The stamp's niche marks vacant nodes: no tag. Plus 8 bytes of links.
         assert_eq!(core::mem::size_of::<Link>(), 8);
-        assert_eq!(core::mem::size_of::<Node<u64>>(), 40);
-        assert_eq!(core::mem::size_of::<Node<()>>(), 32);
-        assert_eq!(core::mem::size_of::<NodeState<u64>>(), 32);
-        assert_eq!(core::mem::size_of::<NodeState<()>>(), 24);
+        assert_eq!(core::mem::size_of::<Node<u64>>(), 32);
+        assert_eq!(core::mem::size_of::<Node<()>>(), 24);
+        assert_eq!(core::mem::size_of::<NodeState<u64>>(), 24);
+        assert_eq!(core::mem::size_of::<NodeState<()>>(), 16);
         assert_eq!(core::mem::size_of::<NodeState<u32>>(), 24);
-        assert_eq!(core::mem::size_of::<NodeState<[u8; 16]>>(), 40);
+        assert_eq!(core::mem::size_of::<NodeState<[u8; 16]>>(), 32);
     }
 
     #[test]
@@ -452,5 +489,6 @@ mod tests {
         // Out-of-range and vacant prefetches are harmless no-ops.
         arena.prefetch(0);
         arena.prefetch(u32::MAX);
+        arena.prefetch(NO_HINT);
     }
 }

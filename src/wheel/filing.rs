@@ -2,6 +2,7 @@
 //! slot, the overflow list, or the due and late lists; unlinking, including
 //! the batch of cancelled timers.
 
+use super::arena::SEQ_MASK;
 use super::geometry::{place, Geometry, Place};
 use super::list::ListId;
 use super::state::Wheel;
@@ -24,13 +25,6 @@ impl<T> Wheel<T> {
         self.nodes.push_back(list, index);
     }
 
-    /// The next value of the sequence counter.
-    #[inline]
-    pub(super) fn next_seq(&mut self) -> u32 {
-        self.seq = self.seq.wrapping_add(1);
-        self.seq
-    }
-
     /// Files `batch`, timers due at `elapsed` taken out of their lists, at
     /// the back of the due list in sequence order: first inserted or reset,
     /// first out. A walk gathers them in list order, which is already
@@ -38,9 +32,11 @@ impl<T> Wheel<T> {
     /// timers filed after its reset; only then is the batch sorted.
     pub(super) fn file_due_in_order(&mut self, batch: &mut alloc::vec::Vec<u32>) {
         let entries = &self.nodes.entries;
-        // Ages from the current counter: every live timer took its `seq`
-        // within the last 2^31 inserts and resets (see the module docs).
-        let age = |index: &u32| self.seq.wrapping_sub(entries.entry(*index).seq);
+        // Ages from the counter's next value, in 31 bits (see `Entry::seq`):
+        // exact for timers inserted or reset within 2^31 inserts and resets
+        // of each other.
+        let next = self.stamps.peek();
+        let age = |index: &u32| next.wrapping_sub(entries.entry(*index).seq()) & SEQ_MASK;
         if !batch.windows(2).all(|pair| age(&pair[0]) > age(&pair[1])) {
             batch.sort_unstable_by_key(|index| core::cmp::Reverse(age(index)));
         }

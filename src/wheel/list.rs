@@ -272,8 +272,7 @@ mod tests {
         nodes.entries.insert(Entry {
             deadline: 0,
             stamp: core::num::NonZeroU32::MIN,
-            seq: 0,
-            ahead: u32::MAX,
+            ahead: crate::wheel::arena::NO_HINT,
             value,
         })
     }
@@ -346,7 +345,7 @@ mod tests {
             let ahead = n.entries.entry(id).ahead;
             match ids.get(i + LOOKAHEAD as usize) {
                 Some(&want) => assert_eq!(ahead, want, "entry {i}"),
-                None => assert_eq!(ahead, u32::MAX, "entry {i}"),
+                None => assert_eq!(ahead, crate::wheel::arena::NO_HINT, "entry {i}"),
             }
         }
         // A stale trail (its entry gone) only restarts the hints.

@@ -6,8 +6,9 @@
 
 use core::fmt;
 
+use super::arena::NO_HINT;
 use super::geometry::Geometry;
-use super::list::{ListId, Nodes, SENTINEL_BASE};
+use super::list::{ListId, Nodes};
 use crate::key::{Stamps, TimerKey};
 use crate::Tick;
 
@@ -107,9 +108,6 @@ pub struct Wheel<T> {
     /// A lower bound of the overflow list's deadlines (stale after cancels).
     pub(super) overflow_min: Tick,
     pub(super) stamps: Stamps,
-    /// The sequence counter: every insert and reset takes the next value
-    /// into the timer's `seq`, which orders timers with equal deadlines.
-    pub(super) seq: u32,
     /// Some reset was lazy (see `Wheel::reset`): a slot may hold timers
     /// whose deadline moved on, so slots are walked when they come due.
     pub(super) lazy: bool,
@@ -129,13 +127,14 @@ pub struct Wheel<T> {
 pub(super) const CANCEL_BATCH: usize = 32;
 
 impl<T> Wheel<T> {
-    /// The most timers a wheel holds at once: keys address entries with 32
-    /// bits, less a few values that name internal lists.
+    /// The most timers a wheel holds at once: 2³¹ − 1. Keys address entries
+    /// with 31 bits; the 32nd tells an entry's prefetch hint from its
+    /// sequence number (see the module docs).
     ///
     /// ```
-    /// assert!(tickwheel::Wheel::<()>::MAX_TIMERS > 4_000_000_000);
+    /// assert_eq!(tickwheel::Wheel::<()>::MAX_TIMERS, (1 << 31) - 1);
     /// ```
-    pub const MAX_TIMERS: usize = SENTINEL_BASE as usize;
+    pub const MAX_TIMERS: usize = NO_HINT as usize;
 
     /// An empty wheel of the default [`Geometry`], at tick 0.
     ///
@@ -194,7 +193,6 @@ impl<T> Wheel<T> {
             elapsed: 0,
             overflow_min: Tick::MAX,
             stamps: Stamps::new(),
-            seq: 0,
             lazy: false,
             batch: alloc::vec::Vec::new(),
             cancelled: [0; CANCEL_BATCH],

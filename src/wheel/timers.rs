@@ -1,7 +1,7 @@
 //! The key side of [`Wheel`]: adding, finding, moving and removing timers,
 //! and handing every timer back at once.
 
-use super::arena::Entry;
+use super::arena::{Entry, NO_HINT};
 use super::iter::{Drain, Iter};
 use super::state::{Wheel, CANCEL_BATCH};
 use crate::error::CapacityError;
@@ -66,12 +66,10 @@ impl<T> Wheel<T> {
             return Err(CapacityError::new(value));
         }
         let stamp = self.stamps.take();
-        let seq = self.next_seq();
         let index = self.nodes.entries.insert(Entry {
             deadline,
             stamp,
-            seq,
-            ahead: u32::MAX,
+            ahead: NO_HINT,
             value,
         });
         self.file_new(index, deadline);
@@ -142,11 +140,12 @@ impl<T> Wheel<T> {
     /// ```
     pub fn reset(&mut self, key: TimerKey, deadline: Tick) -> bool {
         let now = self.now;
-        let seq = self.next_seq();
+        // Stamps and sequence numbers share one counter (see `Entry::seq`).
+        let seq = self.stamps.take().get();
         let Some(entry) = self.entry_mut(key) else {
             return false;
         };
-        entry.seq = seq;
+        entry.set_reset_seq(seq);
         if entry.deadline > now && deadline >= entry.deadline {
             // Not yet due, and no earlier: the timer may stay where it is
             // filed, which comes due no later than its new deadline; when
