@@ -447,3 +447,45 @@ fn emptying_the_due_list_any_way_leaves_next_expiration_honest() {
     drop(wheel.advance(64));
     assert_eq!(wheel.next_expiration(), Some(65));
 }
+
+/// A reset to a later deadline leaves the timer where it is filed (its old
+/// slot still bounds `next_expiration`), yet it fires at the new deadline,
+/// never before, and after every timer inserted or reset to that deadline
+/// before it and before every one after it.
+#[test]
+fn lazy_resets_fire_on_time_and_in_reset_order() {
+    let mut wheel = Wheel::new();
+    let a = wheel.insert(100, 'a');
+    let b = wheel.insert(300, 'b');
+    let c = wheel.insert(5_000, 'c');
+    assert!(wheel.reset(a, 300)); // after b: a was reset after b's insert
+    let d = wheel.insert(300, 'd'); // after a
+    assert!(wheel.reset(b, 300)); // b again, now after d
+    assert!(wheel.reset(c, 300)); // c from far away, last
+                                  // Lazy: `a` is still filed in the level-1 slot of 100, which starts at
+                                  // 64 (moved at once, it would be in the slot starting at 256).
+    assert_eq!(wheel.next_expiration(), Some(64));
+    assert_eq!(wheel.advance(299).count(), 0, "nothing fires early");
+    assert_eq!(wheel.deadline(a), Some(300));
+    let fired: Vec<_> = wheel
+        .advance(300)
+        .map(|e| (e.key, e.deadline, e.value))
+        .collect();
+    assert_eq!(
+        fired,
+        [(a, 300, 'a'), (d, 300, 'd'), (b, 300, 'b'), (c, 300, 'c')]
+    );
+    assert!(wheel.is_empty());
+}
+
+/// An earlier deadline cannot be lazy: the timer moves at once.
+#[test]
+fn resets_to_an_earlier_deadline_move_at_once() {
+    let mut wheel = Wheel::new();
+    let a = wheel.insert(1_000, 'a');
+    wheel.insert(50, 'b');
+    assert!(wheel.reset(a, 50));
+    assert_eq!(wheel.next_expiration(), Some(50));
+    let fired: Vec<_> = wheel.advance(50).map(|e| e.value).collect();
+    assert_eq!(fired, ['b', 'a']);
+}

@@ -18,8 +18,9 @@ impl<T> Wheel<T> {
     ///
     /// Polling at the returned tick always makes progress: it fires a timer
     /// or moves [`now`](Self::now) forward (possibly only cascading timers
-    /// closer to their slot), so a tickless driver can sleep exactly until
-    /// then. O(levels), from the bitmaps.
+    /// closer to their slot, or filing again a timer whose deadline a lazy
+    /// [`reset`](Self::reset) moved later), so a tickless driver can sleep
+    /// exactly until then. O(levels), from the bitmaps.
     ///
     /// ```
     /// let mut wheel = tickwheel::Wheel::new();

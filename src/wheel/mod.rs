@@ -57,7 +57,35 @@
 //!    level-0 slot is appended whole to the due list (O(1)); a higher slot
 //!    **cascades**: each of its timers is re-filed relative to `t`, landing
 //!    in a lower level or in the due list; the overflow list is swept the
-//!    same way, keeping what is still too far ahead.
+//!    same way, keeping what is still too far ahead. Once a reset has been
+//!    lazy (below), level-0 slots are walked like cascades too.
+//!
+//! ## Lazy resets
+//!
+//! Servers reset an idle timeout on every packet, almost always to a later
+//! deadline. Such a reset (new deadline ≥ the current one, timer not yet
+//! due) only writes the timer's deadline and sequence number: the timer
+//! stays filed where it was. That place comes due no later than the new
+//! deadline, so the timer is never late; when it comes due, the walk finds
+//! the deadline moved on and files the timer again, relative to the walk's
+//! `t`. The reset touches one node, the timer's own: one cache miss, where
+//! unlinking and relinking touches its two neighbours and the list's tail
+//! as well. A reset to an earlier deadline, or of a due timer, moves it at
+//! once. (tokio's wheel moves later deadlines lazily the same way.)
+//!
+//! First in, first out among equal deadlines then needs a record of when
+//! each timer was inserted or last reset: its *sequence number*, a 31-bit
+//! value of the wheel's stamp counter, which inserts and resets both
+//! advance (a timer never reset is ordered by its stamp; a reset one keeps
+//! the number in the node's prefetch-hint field, which it gives up, so a
+//! node stays at `24 + size_of::<T>()` bytes). A lazily moved timer is
+//! filed again later than its reset, possibly behind timers filed after its
+//! reset; so the timers a walk makes due at `t` (all with deadline `t`)
+//! leave in sequence order. The walk checks that order as it goes and sorts
+//! only when it is broken: O(k log k) for those k timers, paid only where a
+//! lazily moved timer was filed again behind younger ones. Sequence numbers
+//! compare correctly between timers inserted or reset less than 2³⁰
+//! inserts and resets apart.
 //!
 //! A jump of any size therefore costs one bitmap step per event plus the
 //! timers touched, never a loop over ticks. The touches are bounded per
@@ -87,8 +115,9 @@
 //! ## Invariants
 //!
 //! 1. `elapsed ≤ now`; both only grow.
-//! 2. A timer in a slot of level `k` has `d > elapsed` and sits where
-//!    `geometry::place` puts `d` relative to `elapsed`. Moving
+//! 2. A timer in a slot of level `k` was filed for a deadline `f > elapsed`
+//!    and sits where `geometry::place` puts `f` relative to `elapsed`; its
+//!    deadline is `d ≥ f` (`d > f` only after a lazy reset). Moving
 //!    `elapsed` forward never changes that place without processing the slot
 //!    first, because `elapsed` only ever lands on the earliest event.
 //! 3. Bit `s` of `occupied[k]` is set iff slot `s` of level `k` is non-empty.
@@ -103,9 +132,10 @@
 //!    holds timers made due at `now` while earlier ones were still in the
 //!    wheel; it is appended to the due list once no event `≤ now` is left,
 //!    and settled before `now` moves again.
-//! 6. Every list is in insertion (or last reset) order, and cascades keep
-//!    that order, so timers that end in the same level-0 slot come out
-//!    first in, first out.
+//! 6. Until the first lazy reset, every list is in insertion (or last
+//!    reset) order and cascades keep that order, so timers that end in the
+//!    same level-0 slot come out first in, first out. After it, the timers
+//!    a walk makes due leave in sequence-number order (see *Lazy resets*).
 //! 7. Between calls, the due list is empty only if the cursor has caught
 //!    up: `elapsed == now` and the late list is empty. Every operation that
 //!    moves `now` or takes the last due timer (a poll, a cancel of a due

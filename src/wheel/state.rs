@@ -49,7 +49,8 @@ pub struct Expired<T, K = TimerKey, D = Tick> {
 /// |-----------|------|
 /// | [`insert`](Self::insert), [`try_insert`](Self::try_insert) | O(1) amortized; O(1) worst case while [`len`](Self::len) < [`capacity`](Self::capacity) |
 /// | [`cancel`](Self::cancel) of a timer not yet due | O(1) |
-/// | [`cancel`](Self::cancel) of a due timer, [`reset`](Self::reset) | O(1) amortized: O(levels) plus catch-up |
+/// | [`reset`](Self::reset) to a later deadline, of a timer not yet due | O(1): one write to the timer's own node |
+/// | [`cancel`](Self::cancel) of a due timer, other [`reset`](Self::reset)s | O(1) amortized: O(levels) plus catch-up |
 /// | [`next_expiration`](Self::next_expiration) | O(levels) |
 /// | [`poll`](Self::poll), one step of [`advance`](Self::advance) | O(levels + timers cascaded) |
 ///

@@ -123,12 +123,18 @@ impl<T> Wheel<T> {
     /// inserted again (so it goes after timers already at that deadline), but
     /// keeping its key. Returns `false` and does nothing if the key is stale.
     ///
-    /// The unlink and re-filing are O(1). If afterwards no timer is due (it
-    /// moved the last due timer into the future, say), the wheel catches up
-    /// as [`cancel`](Self::cancel) does: O(levels) to find that no event is
-    /// due by [`now`](Self::now), or else the work the next
-    /// [`poll`](Self::poll) would have done. O(1) amortized (see
-    /// [`Wheel`]).
+    /// A reset to a deadline no earlier than the current one, of a timer not
+    /// yet due (the idle-timeout case), is lazy: it writes the deadline and
+    /// leaves the timer where it is filed, which comes due no later; the
+    /// timer is filed again then (see the [module docs](crate::wheel)). O(1)
+    /// worst case, one cache miss.
+    ///
+    /// Any other reset unlinks and re-files the timer at once, in O(1). If
+    /// afterwards no timer is due (it moved the last due timer into the
+    /// future, say), the wheel catches up as [`cancel`](Self::cancel) does:
+    /// O(levels) to find that no event is due by [`now`](Self::now), or else
+    /// the work the next [`poll`](Self::poll) would have done. O(1) amortized
+    /// (see [`Wheel`]).
     ///
     /// ```
     /// let mut wheel = tickwheel::Wheel::new();
