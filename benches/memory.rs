@@ -131,6 +131,26 @@ fn fill<P: Peer>(delays: &[u64], make: impl FnOnce() -> P, finish: impl FnOnce(&
     peer
 }
 
+/// [`fill`], then every timer reset `rounds` times to a later deadline
+/// (time does not move): what idle timeouts do. Heaps with lazy deletion
+/// keep a stale entry per reset until they compact; the wheel moves
+/// nothing.
+fn fill_then_reset<P: Peer>(delays: &[u64], make: impl FnOnce() -> P, rounds: u64) -> P {
+    let mut peer = make();
+    let keys: Vec<P::Key> = delays
+        .iter()
+        .enumerate()
+        .map(|(value, &delay)| peer.insert(delay, value as u64))
+        .collect();
+    for round in 1..=rounds {
+        for (&key, &delay) in keys.iter().zip(delays) {
+            assert!(peer.reset(key, delay + round * peers::MAX_DELAY));
+        }
+    }
+    drop(keys);
+    peer
+}
+
 fn main() {
     let full = std::env::args().any(|arg| arg == "--bench");
     let n: usize = if full { 1_000_000 } else { 10_000 };
@@ -156,6 +176,14 @@ fn main() {
         count("btree_map", || {
             fill(&delays, BTreeTimers::<u64>::new, |_| {})
         }),
+        count(
+            "tickwheel `with_capacity(n)`, then every timer reset 3 times",
+            || fill_then_reset(&delays, || Wheel::<u64>::with_capacity(n), 3),
+        ),
+        count(
+            "lean_heap `with_capacity(n)`, then every timer reset 3 times",
+            || fill_then_reset(&delays, || LeanHeap::with_capacity(n), 3),
+        ),
     ];
     {
         // The runtime's own allocations are made before any count starts.
