@@ -291,6 +291,7 @@ impl<T> Wheel<T> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::CANCEL_BATCH;
     use super::super::Wheel;
     use crate::Tick;
     use alloc::vec::Vec;
@@ -314,6 +315,26 @@ mod tests {
         let mut want = alloc::vec![capacity];
         want.extend(1..capacity);
         assert_eq!(fired, want);
+    }
+
+    #[test]
+    fn at_most_a_batch_of_cancelled_nodes_waits_for_its_unlink() {
+        // The bound on deferred unlinks: `CANCEL_BATCH` nodes, whatever the
+        // number of cancels. The rest are unlinked and free for reuse.
+        let mut wheel = Wheel::with_capacity(100);
+        let keys: Vec<_> = (0..100u64).map(|i| wheel.insert(1_000 + i, i)).collect();
+        for (n, &key) in keys.iter().enumerate() {
+            assert!(wheel.cancel(key).is_some());
+            assert!(wheel.cancelled_len < CANCEL_BATCH);
+            assert_eq!(wheel.cancelled_len, (n + 1) % CANCEL_BATCH);
+        }
+        // Every node is back in use without growing the storage.
+        let capacity = wheel.capacity();
+        for i in 0..100u64 {
+            wheel.insert(5_000 + i, i);
+        }
+        assert_eq!(wheel.capacity(), capacity);
+        assert_eq!(wheel.advance(Tick::MAX).count(), 100);
     }
 
     #[test]
