@@ -68,6 +68,14 @@ pub(crate) const NO_HINT: u32 = !RESET_SEQ;
 /// reset advances.
 pub(crate) const SEQ_MASK: u32 = !RESET_SEQ;
 
+/// `true` if sequence number `a` was taken before `b`: within 2³⁰ of each
+/// other, the 31-bit difference says which came first.
+#[inline]
+pub(crate) fn seq_before(a: u32, b: u32) -> bool {
+    let ahead = b.wrapping_sub(a) & SEQ_MASK;
+    ahead != 0 && ahead < 1 << 30
+}
+
 impl<T> Entry<T> {
     /// When the timer was inserted or last reset: its stamp if it was never
     /// reset, else the sequence number its last reset stored in `ahead`.

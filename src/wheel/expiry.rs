@@ -5,6 +5,7 @@
 use core::fmt;
 use core::iter::FusedIterator;
 
+use super::arena::seq_before;
 use super::geometry::{next_occupied, overflow_sweep_at, slot_start};
 use super::list::ListId;
 use super::state::{Expired, Wheel};
@@ -237,7 +238,7 @@ impl<T> Wheel<T> {
         match self.lists.as_slot(list) {
             Some((level, slot)) => {
                 self.occupied[level as usize] &= !(1 << slot);
-                if level == 0 && !self.lazy {
+                if level == 0 && (!self.lazy || self.due_in_order(list)) {
                     self.nodes.append(self.lists.due, list);
                 } else {
                     self.cascade(list);
@@ -280,6 +281,28 @@ impl<T> Wheel<T> {
             self.file_due_in_order(&mut due);
         }
         self.batch = due;
+    }
+
+    /// `true` if every timer of level-0 `list` is due at `elapsed` (none
+    /// was moved on by a lazy reset) and they are in sequence order, so
+    /// that the list can join the due list whole. A read-only walk: the
+    /// timers are about to be yielded, and the walk warms the cache for
+    /// that.
+    fn due_in_order(&self, list: ListId) -> bool {
+        let nodes = &self.nodes;
+        let mut next = nodes.first(list);
+        let mut previous: Option<u32> = None;
+        while let Some(index) = next {
+            nodes.prefetch_ahead_of(index);
+            let entry = nodes.entries.entry(index);
+            let seq = entry.seq();
+            if entry.deadline > self.elapsed || previous.is_some_and(|p| !seq_before(p, seq)) {
+                return false;
+            }
+            previous = Some(seq);
+            next = nodes.after(index);
+        }
+        true
     }
 
     /// The earliest event: the time and list of the next slot to process, or

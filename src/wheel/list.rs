@@ -129,6 +129,13 @@ impl<T> Nodes<T> {
         (first < SENTINEL_BASE).then_some(first)
     }
 
+    /// The entry after `node` in its list, if it is not the last.
+    #[inline]
+    pub(crate) fn after(&self, node: u32) -> Option<u32> {
+        let next = self.next_of(node);
+        (next < SENTINEL_BASE).then_some(next)
+    }
+
     /// Links entry `node` (not in any list) at the back of `list`.
     #[inline]
     pub(crate) fn push_back(&mut self, list: ListId, node: u32) {

@@ -58,7 +58,9 @@
 //!    **cascades**: each of its timers is re-filed relative to `t`, landing
 //!    in a lower level or in the due list; the overflow list is swept the
 //!    same way, keeping what is still too far ahead. Once a reset has been
-//!    lazy (below), level-0 slots are walked like cascades too.
+//!    lazy (below), a level-0 slot is first read through: if every timer in
+//!    it is due and in sequence order it still joins whole, else it is
+//!    walked like a cascade.
 //!
 //! ## Lazy resets
 //!
