@@ -489,3 +489,44 @@ fn resets_to_an_earlier_deadline_move_at_once() {
     let fired: Vec<_> = wheel.advance(50).map(|e| e.value).collect();
     assert_eq!(fired, ['b', 'a']);
 }
+
+/// Slack: every timer fires inside its window `[deadline, deadline + slack]`
+/// (never early, never after), and a tickless loop over `next_expiration`
+/// wakes far less often than with exact deadlines.
+#[test]
+fn slack_keeps_every_timer_in_its_window_and_coalesces_wakeups() {
+    let wakeups = |slack: u64| {
+        let mut wheel = Wheel::new();
+        let mut state = 0x51AC_u64;
+        for i in 0..10_000u64 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let deadline = (state >> 33) % 100_000;
+            wheel.insert_with_slack(deadline, slack, (i, deadline));
+        }
+        let mut count = 0;
+        let mut fired = 0;
+        while let Some(next) = wheel.next_expiration() {
+            count += 1;
+            wheel.set_now(next);
+            let now = wheel.now();
+            for expired in wheel.advance(now) {
+                let (_, deadline) = expired.value;
+                assert!(
+                    deadline <= now && now <= deadline + slack,
+                    "slack {slack}: due {deadline}, fired at {now}"
+                );
+                fired += 1;
+            }
+        }
+        assert_eq!(fired, 10_000);
+        count
+    };
+    let exact = wakeups(0);
+    let coarse = wakeups(1_000);
+    assert!(
+        coarse * 5 <= exact,
+        "slack 1000 woke {coarse} times, exact deadlines {exact}"
+    );
+}

@@ -157,10 +157,12 @@ mod filing;
 pub(crate) mod geometry;
 mod iter;
 pub(crate) mod list;
+mod slack;
 mod state;
 mod timers;
 
 pub use expiry::Advance;
 pub use geometry::Geometry;
 pub use iter::{Drain, Iter};
+pub use slack::coalesce;
 pub use state::{Expired, Wheel};

@@ -76,6 +76,28 @@ impl<T> Wheel<T> {
         Ok(TimerKey { index, stamp })
     }
 
+    /// Schedules `value` to fire at some tick of `[deadline, deadline +
+    /// slack]`, chosen by [`coalesce`](super::coalesce) so that timers with
+    /// overlapping windows share a tick, and a tickless driver wakes once
+    /// for them. The timer's deadline, as [`deadline`](Self::deadline) and
+    /// [`Expired`](super::Expired) report it, is that tick. Zero slack is
+    /// [`insert`](Self::insert). Same cost and panics as `insert`.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// // Three timers due at 1000, 1010 and 1020 that may each be 30 late.
+    /// for deadline in [1_000, 1_010, 1_020] {
+    ///     wheel.insert_with_slack(deadline, 30, deadline);
+    /// }
+    /// // One wake-up fires all three, each inside its window.
+    /// assert_eq!(wheel.next_expiration(), Some(1_024));
+    /// assert_eq!(wheel.advance(1_024).count(), 3);
+    /// ```
+    #[track_caller]
+    pub fn insert_with_slack(&mut self, deadline: Tick, slack: Tick, value: T) -> TimerKey {
+        self.insert(super::coalesce(deadline, slack), value)
+    }
+
     /// Cancels the timer. Returns its value if it was pending, `None` if the
     /// key is stale (fired, cancelled, or from another wheel).
     ///
@@ -170,6 +192,21 @@ impl<T> Wheel<T> {
             self.catch_up_cold();
         }
         true
+    }
+
+    /// [`reset`](Self::reset) to some tick of `[deadline, deadline +
+    /// slack]`, chosen as [`insert_with_slack`](Self::insert_with_slack)
+    /// does. Returns `false` and does nothing if the key is stale.
+    ///
+    /// ```
+    /// let mut wheel = tickwheel::Wheel::new();
+    /// let idle = wheel.insert(100, "idle");
+    /// assert!(wheel.reset_with_slack(idle, 5_000, 1_000));
+    /// let at = wheel.deadline(idle).unwrap();
+    /// assert!((5_000..=6_000).contains(&at));
+    /// ```
+    pub fn reset_with_slack(&mut self, key: TimerKey, deadline: Tick, slack: Tick) -> bool {
+        self.reset(key, super::coalesce(deadline, slack))
     }
 
     /// The deadline of a pending timer, as asked for.
