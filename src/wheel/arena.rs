@@ -68,8 +68,7 @@ pub(crate) const NO_HINT: u32 = !RESET_SEQ;
 /// reset advances.
 pub(crate) const SEQ_MASK: u32 = !RESET_SEQ;
 
-/// `true` if sequence number `a` was taken before `b`: within 2³⁰ of each
-/// other, the 31-bit difference says which came first.
+/// `true` if sequence number `a` was taken before `b` (within 2³⁰).
 #[inline]
 pub(crate) fn seq_before(a: u32, b: u32) -> bool {
     let ahead = b.wrapping_sub(a) & SEQ_MASK;
@@ -90,9 +89,8 @@ impl<T> Entry<T> {
         }
     }
 
-    /// Records a reset taking stamp-counter value `seq`. The entry's
-    /// prefetch hint is given up for it, for good: hints are only hints,
-    /// and a timer that is reset rarely sits in a long walk.
+    /// Records a reset taking stamp-counter value `seq`, giving up the
+    /// prefetch hint for good (a reset timer rarely sits in a long walk).
     #[inline]
     pub(crate) fn set_reset_seq(&mut self, seq: u32) {
         self.ahead = RESET_SEQ | (seq & SEQ_MASK);
