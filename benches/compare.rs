@@ -80,7 +80,7 @@ use peers::hhwt::HhwtPeer;
 use peers::lean_heap::LeanHeap;
 use peers::tokio_delay_queue::{paused_runtime, DelayQueuePeer, DqKey};
 use peers::Peer;
-use workloads::machine::{criterion_dir, load_average, machine_line};
+use workloads::machine::{criterion_dir, load_average};
 use workloads::{Inputs, Outcome, Sizes, Workload, HEAP, LEAN, TURN_ORDERS, WHEEL};
 /// Rounds of the interleaved comparison of tickwheel and the two heaps: a
 /// multiple of 6, so each of the [`TURN_ORDERS`] comes up equally often.
@@ -295,15 +295,8 @@ impl Peer for DelayQueueReport<'_, '_> {
 }
 
 fn main() {
-    let full = std::env::args().any(|arg| arg == "--bench");
+    let (full, machine, load_start) = workloads::machine::start();
     let sizes = if full { Sizes::FULL } else { Sizes::QUICK };
-    let machine = machine_line();
-    let load_start = load_average();
-    println!("machine: {machine}");
-    println!("load average at start: {load_start}");
-    if !full {
-        println!("(no --bench: a smoke test at 1/100 of the sizes)");
-    }
 
     peers::binary_heap::self_check();
     peers::lean_heap::self_check();

@@ -78,6 +78,10 @@ extern crate alloc;
 mod machine;
 #[path = "peers/precise_heap.rs"]
 mod precise_heap;
+#[path = "peers/rng.rs"]
+mod rng;
+
+use rng::Rng;
 
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -155,24 +159,6 @@ struct Plan {
     spread: Duration,
 }
 
-/// splitmix64 (Steele, Lea and Flood 2014).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform over `0..bound` (multiply-high, no modulo).
-    fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(bound)) >> 64) as u64
-    }
-}
-
 /// `coarse` timers, and `precise` more spaced evenly among them, all due
 /// uniformly over `spread`.
 fn plan(name: &'static str, coarse: usize, precise: usize, spread: Duration) -> Plan {
@@ -180,7 +166,7 @@ fn plan(name: &'static str, coarse: usize, precise: usize, spread: Duration) -> 
     // `None` without precise timers.
     let stride = total.checked_div(precise);
     let spread_ns = u64::try_from(spread.as_nanos()).expect("spread fits in u64 ns");
-    let mut rng = SplitMix64(SEED);
+    let mut rng = Rng::new(SEED);
     let offsets = (0..total)
         .map(|_| Duration::from_nanos(rng.below(spread_ns)))
         .collect();

@@ -61,7 +61,7 @@ use tickwheel::Wheel;
 use peers::binary_heap::HeapTimers;
 use peers::lean_heap::LeanHeap;
 use peers::Peer;
-use workloads::machine::{criterion_dir, load_average, machine_line};
+use workloads::machine::{criterion_dir, load_average};
 use workloads::{Inputs, Outcome, Sizes, Workload, HEAP, LEAN, TURN_ORDERS, WHEEL};
 
 /// Operations per timed batch.
@@ -173,15 +173,8 @@ fn clock_read_ns() -> f64 {
 }
 
 fn main() {
-    let full = std::env::args().any(|arg| arg == "--bench");
+    let (full, machine, load_start) = workloads::machine::start();
     let sizes = if full { Sizes::FULL } else { Sizes::QUICK };
-    let machine = machine_line();
-    let load_start = load_average();
-    println!("machine: {machine}");
-    println!("load average at start: {load_start}");
-    if !full {
-        println!("(no --bench: a smoke test at 1/100 of the sizes)");
-    }
     let clock = clock_read_ns();
     println!(
         "clock: one Instant::now() takes {clock:.1} ns, once per batch of {BATCH} \

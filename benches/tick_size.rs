@@ -32,21 +32,17 @@ use tickwheel::Wheel;
 #[path = "workloads/machine.rs"]
 mod machine;
 
+#[path = "peers/rng.rs"]
+mod rng;
+
+use rng::Rng;
+
 const ROUNDS: usize = 3;
 
-/// splitmix64, as in `benches/peers/mod.rs`.
+/// `n` deadlines in µs, uniform in `1..=65_536_000`, from a fixed seed.
 fn deadlines_us(n: usize) -> Vec<u64> {
-    let mut state = 0x5EED_7105_u64;
-    (0..n)
-        .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            1 + ((u128::from(z) * 65_536_000) >> 64) as u64
-        })
-        .collect()
+    let mut rng = Rng::new(0x5EED_7105);
+    (0..n).map(|_| 1 + rng.below(65_536_000)).collect()
 }
 
 /// One run: ns per timer to insert, ns per timer to expire, advances.

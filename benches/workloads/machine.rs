@@ -64,3 +64,18 @@ pub(crate) fn load_average() -> String {
         })
         .unwrap_or_else(|_| "?".to_owned())
 }
+
+/// How a workload bench starts: full sizes under `cargo bench` (`--bench`
+/// among the arguments), else a smoke test; prints the machine line and
+/// the load, and returns `(full, machine line, load at start)`.
+pub(crate) fn start() -> (bool, String, String) {
+    let full = std::env::args().any(|arg| arg == "--bench");
+    let machine = machine_line();
+    let load_start = load_average();
+    println!("machine: {machine}");
+    println!("load average at start: {load_start}");
+    if !full {
+        println!("(no --bench: a smoke test at 1/100 of the sizes)");
+    }
+    (full, machine, load_start)
+}

@@ -2,7 +2,7 @@
 //! slot, the overflow list, or the due and late lists; unlinking, including
 //! the batch of cancelled timers.
 
-use super::arena::SEQ_MASK;
+use super::arena::{seq_before, SEQ_MASK};
 use super::geometry::{place, Geometry, Place};
 use super::list::ListId;
 use super::state::Wheel;
@@ -37,7 +37,11 @@ impl<T> Wheel<T> {
         // of each other.
         let next = self.stamps.peek();
         let age = |index: &u32| next.wrapping_sub(entries.entry(*index).seq()) & SEQ_MASK;
-        if !batch.windows(2).all(|pair| age(&pair[0]) > age(&pair[1])) {
+        let seq = |index: u32| entries.entry(index).seq();
+        if !batch
+            .windows(2)
+            .all(|pair| seq_before(seq(pair[0]), seq(pair[1])))
+        {
             batch.sort_unstable_by_key(|index| core::cmp::Reverse(age(index)));
         }
         for &index in batch.iter() {
