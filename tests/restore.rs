@@ -43,6 +43,7 @@ fn node(wall: SystemTime) -> Node {
     let (out, fired) = crossbeam_channel::unbounded();
     let timer = Timer::builder()
         .clock(clock.clone())
+        .slack(Duration::ZERO)
         .executor(FiredAt {
             clock: clock.clone(),
             out,

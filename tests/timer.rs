@@ -36,6 +36,8 @@ fn recording_timer<T: Send + 'static>() -> (
     let (tx, rx) = crossbeam_channel::unbounded();
     let timer = Timer::builder()
         .clock(clock.clone())
+        .tick(MS)
+        .slack(Duration::ZERO)
         .executor(move |fired: Expired<T>| tx.send((fired.deadline, fired.value)).unwrap())
         .build()
         .unwrap();
@@ -55,7 +57,15 @@ fn fires_in_deadline_order_fifo_on_ties() {
 
 #[test]
 fn never_fires_before_its_deadline() {
-    let (clock, timer, rx) = channel_timer();
+    let clock = ManualClock::new();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .tick(MS)
+        .slack(Duration::ZERO)
+        .executor(tx)
+        .build()
+        .unwrap();
     // Not on a tick boundary: the deadline (5.5 ms) rounds up to tick 6.
     clock.advance(MS / 2);
     timer.schedule(5 * MS, "x").unwrap();

@@ -103,6 +103,7 @@ fn values_dropped_without_a_hook_are_counted() {
     drop(rx); // every hand-off is refused
     let timer = Timer::builder()
         .clock(clock.clone())
+        .slack(Duration::ZERO)
         .executor(tx)
         .build()
         .unwrap();
@@ -146,6 +147,7 @@ fn a_panicking_hook_is_counted_and_the_driver_carries_on() {
     let sink = Arc::clone(&seen);
     let timer = Timer::builder()
         .clock(clock.clone())
+        .slack(Duration::ZERO)
         .executor(tx)
         .on_undelivered(move |lost: Undelivered<u32>| {
             sink.lock().unwrap().push(lost.fired.value);

@@ -10,7 +10,7 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::executor::{Executor, Task};
-use super::job::{Job, Unfired};
+use super::job::{Job, Unfired, Window};
 use super::owner::Owner;
 use super::pool::ThreadPool;
 use super::shard::{ShardCell, FINISHING, RUNNING, STOPPING};
@@ -62,6 +62,8 @@ use crate::Tick;
 /// ```
 pub struct Timer<T: Send + 'static = Task, E: Executor<T> = ThreadPool> {
     pub(super) owner: Arc<Owner<T, E>>,
+    /// The slack of timers scheduled through this handle, in ticks.
+    pub(super) slack: u32,
 }
 
 impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
@@ -84,7 +86,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         let shared = &self.owner.shared;
         let deadline = shared.time.deadline_after(delay);
         shared
-            .insert(deadline, Job::Once(value))
+            .insert(deadline, self.slack, Job::Once(value))
             .map_err(|err| err.map(Job::into_once))
     }
 
@@ -110,7 +112,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         let shared = &self.owner.shared;
         let deadline = shared.time.tick_at(deadline);
         shared
-            .insert(deadline, Job::Once(value))
+            .insert(deadline, self.slack, Job::Once(value))
             .map_err(|err| err.map(Job::into_once))
     }
 
@@ -136,7 +138,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
             job
         };
         shared.release_reservation(1);
-        match job {
+        match job.job {
             Job::Once(value) => Some(value),
             Job::Repeat(repeat) => Some((repeat.make)(None)),
         }
@@ -182,17 +184,86 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         let Some((_, mut wheel)) = shared.lock(handle) else {
             return false;
         };
-        let moved_to = match wheel.get_mut(handle.key) {
-            None => return false,
-            Some(Job::Repeat(repeat)) => repeat.cadence.reset(deadline),
-            Some(Job::Once(_)) => Some(deadline),
+        let now = wheel.now();
+        let Some(timer) = wheel.get_mut(handle.key) else {
+            return false;
+        };
+        let moved_to = match &mut timer.job {
+            Job::Repeat(repeat) => repeat.cadence.reset(deadline),
+            Job::Once(_) => Some(deadline),
         };
         if let Some(deadline) = moved_to {
-            wheel.reset(handle.key, deadline);
+            // The timer keeps the slack it was scheduled with.
+            let (filed, window) = Window::file(deadline, timer.window.slack(), now);
+            timer.window = window;
+            wheel.reset(handle.key, filed);
             drop(wheel);
-            shared.wake_if_earlier(deadline);
+            shared.wake_if_earlier(filed);
         }
         true
+    }
+
+    /// A handle to the same timer whose schedules (one-shot and repeating)
+    /// carry `slack`: each may fire anywhere in `[deadline, deadline +
+    /// slack]`, never before. Make one per kind of timer and keep it:
+    /// `Duration::ZERO` for timers that must fire as close to their
+    /// deadline as the platform allows, a few milliseconds for timeouts
+    /// that only need to fire eventually.
+    ///
+    /// The driver wakes as few times as it can while firing every timer
+    /// inside its window: each timer is filed at the tick of its window
+    /// with the most trailing zero bits ([`coalesce`](crate::wheel::coalesce)),
+    /// which timers with overlapping windows share. A timer with less slack
+    /// costs its own wake-up and no one else's. A timer keeps its slack
+    /// across [`reset`](Self::reset)s; the slack of a fixed-rate timer's run
+    /// never moves the next run, which stays on its grid.
+    ///
+    /// Slack is counted in whole ticks, rounded down, and saturates at
+    /// `u32::MAX` ticks (71 minutes at the default 1 µs tick). Clones of
+    /// the returned handle keep its slack. Every handle reaches the same
+    /// timers: cancel, reset and stop through any of them.
+    /// [`Stats::in_window`] and [`Stats::overshoot`] report how runs kept
+    /// to their windows.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::Timer;
+    ///
+    /// let timer = Timer::new()?; // default slack: 1 ms
+    /// let precise = timer.with_slack(Duration::ZERO);
+    /// let relaxed = timer.with_slack(Duration::from_millis(50));
+    /// assert_eq!(timer.slack(), Duration::from_millis(1));
+    ///
+    /// precise.run_after(Duration::from_micros(250), || println!("on the dot"))?;
+    /// let idle = relaxed.run_after(Duration::from_secs(30), || println!("idle: close"))?;
+    /// timer.reset(idle, Duration::from_secs(30)); // still 50 ms of slack
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    ///
+    /// [`Stats::in_window`]: super::Stats::in_window
+    /// [`Stats::overshoot`]: super::Stats::overshoot
+    #[must_use]
+    pub fn with_slack(&self, slack: Duration) -> Self {
+        Timer {
+            owner: Arc::clone(&self.owner),
+            slack: self.owner.shared.time.slack_ticks(slack),
+        }
+    }
+
+    /// The slack of timers scheduled through this handle: the builder's
+    /// [`slack`](super::Builder::slack), or the one given to
+    /// [`with_slack`](Self::with_slack), in whole ticks.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timer = tickwheel::Timer::builder().slack(Duration::from_micros(100)).build()?;
+    /// assert_eq!(timer.slack(), Duration::from_micros(100));
+    /// assert_eq!(timer.with_slack(Duration::ZERO).slack(), Duration::ZERO);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn slack(&self) -> Duration {
+        self.owner.shared.time.duration_of(u64::from(self.slack))
     }
 
     /// When a pending timer is due (its next run, for a repeating one),
@@ -212,10 +283,12 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         let shared = &self.owner.shared;
         let tick = {
             let (_, wheel) = shared.lock(handle)?;
-            let tick = wheel.deadline(handle.key)?;
-            match wheel.get(handle.key)? {
-                Job::Repeat(repeat) => repeat.cadence.next_run(tick),
-                Job::Once(_) => tick,
+            let filed = wheel.deadline(handle.key)?;
+            let timer = wheel.get(handle.key)?;
+            let deadline = timer.window.deadline(filed);
+            match &timer.job {
+                Job::Repeat(repeat) => repeat.cadence.next_run(deadline),
+                Job::Once(_) => deadline,
             }
         };
         Some(shared.time.instant_of(tick))
@@ -314,7 +387,11 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     ///
     /// let clock = ManualClock::new();
     /// let (tx, rx) = crossbeam_channel::unbounded();
-    /// let timer = Timer::builder().clock(clock.clone()).executor(tx).build()?;
+    /// let timer = Timer::builder()
+    ///     .clock(clock.clone())
+    ///     .slack(Duration::ZERO) // due exactly at its deadline
+    ///     .executor(tx)
+    ///     .build()?;
     /// timer.schedule(Duration::from_millis(5), "due at 5 ms")?;
     /// clock.advance(Duration::from_millis(4));
     /// timer.sync();
@@ -431,6 +508,7 @@ impl<T: Send + 'static, E: Executor<T>> Clone for Timer<T, E> {
     fn clone(&self) -> Self {
         Timer {
             owner: Arc::clone(&self.owner),
+            slack: self.slack,
         }
     }
 }
@@ -441,6 +519,7 @@ impl<T: Send + 'static, E: Executor<T>> fmt::Debug for Timer<T, E> {
         f.debug_struct("Timer")
             .field("tick", &shared.time.tick())
             .field("shards", &shared.shards.len())
+            .field("slack", &self.slack())
             .field("pending", &self.pending())
             .field(
                 "running",

@@ -21,9 +21,9 @@ use super::time::TimeSource;
 use super::Timer;
 use crate::{Geometry, Wheel};
 
-/// Builds a [`Timer`]: tick, geometry, shards, `max_pending`, executor,
-/// driver thread name, clock, and the hook for values that cannot be
-/// delivered.
+/// Builds a [`Timer`]: tick, default slack, geometry, shards,
+/// `max_pending`, executor, driver thread name, clock, and the hook for
+/// values that cannot be delivered.
 ///
 /// ```
 /// use std::time::Duration;
@@ -32,6 +32,7 @@ use crate::{Geometry, Wheel};
 ///
 /// let timer = Timer::builder()
 ///     .tick(Duration::from_micros(100))
+///     .slack(Duration::from_millis(5))
 ///     .geometry(Geometry::DEFAULT)
 ///     .max_pending(1_000_000)
 ///     .thread_name("order-timeouts")
@@ -42,6 +43,7 @@ use crate::{Geometry, Wheel};
 /// ```
 pub struct Builder<T, E> {
     tick: Duration,
+    slack: Duration,
     geometry: Geometry,
     shards: Option<usize>,
     max_pending: Option<usize>,
@@ -55,7 +57,8 @@ pub struct Builder<T, E> {
 impl Builder<Task, ThreadPool> {
     pub(super) fn new() -> Self {
         Builder {
-            tick: Duration::from_millis(1),
+            tick: Duration::from_micros(1),
+            slack: Duration::from_millis(1),
             geometry: Geometry::DEFAULT,
             shards: None,
             max_pending: None,
@@ -70,8 +73,14 @@ impl Builder<Task, ThreadPool> {
 
 impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// The tick: the resolution of deadlines, which round up to it. Default
-    /// 1 ms; from 1 µs (100 µs and up is practical) to 1 hour, else
-    /// [`build`](Self::build) fails with [`BuildError::Tick`].
+    /// 1 µs, from 1 µs to 1 hour, else [`build`](Self::build) fails with
+    /// [`BuildError::Tick`].
+    ///
+    /// The tick is not what sets how often the driver wakes: the
+    /// [`slack`](Self::slack) does. A fine tick costs little (about 60 ns
+    /// more per timer in the wheel at 1 µs than at 1 ms, `docs/benchmarks.md`)
+    /// and lets timers with little slack fire on time. A coarser tick
+    /// suits a timer whose deadlines are all far and loose.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -81,6 +90,24 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     #[must_use]
     pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
+        self
+    }
+
+    /// The default slack: how late after its deadline a timer may fire, so
+    /// that the driver can fire many with one wake-up. Each timer fires
+    /// inside `[deadline, deadline + slack]` unless the driver is starved;
+    /// [`Timer::with_slack`] gives a handle with another slack. Default
+    /// 1 ms (what a 1 ms tick gave); rounded down to whole ticks.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let timer = tickwheel::Timer::builder().slack(Duration::from_millis(10)).build()?;
+    /// assert_eq!(timer.slack(), Duration::from_millis(10));
+    /// # Ok::<(), tickwheel::timer::BuildError>(())
+    /// ```
+    #[must_use]
+    pub fn slack(mut self, slack: Duration) -> Self {
+        self.slack = slack;
         self
     }
 
@@ -160,6 +187,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     pub fn executor<V: Send + 'static, X: Executor<V>>(self, executor: X) -> Builder<V, X> {
         Builder {
             tick: self.tick,
+            slack: self.slack,
             geometry: self.geometry,
             shards: self.shards,
             max_pending: self.max_pending,
@@ -209,6 +237,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// ```
     pub fn build(self) -> Result<Timer<T, E>, BuildError> {
         let time = TimeSource::new(self.clock, self.tick).map_err(BuildError::Tick)?;
+        let slack = time.slack_ticks(self.slack);
         let shards = match self.shards {
             Some(n) if n == 0 || n > 1024 => return Err(BuildError::Shards(n)),
             Some(n) => n.next_power_of_two(),
@@ -242,6 +271,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
                 shared,
                 driver: Mutex::new(Some(driver)),
             }),
+            slack,
         })
     }
 }
@@ -261,6 +291,7 @@ impl<T, E> fmt::Debug for Builder<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
             .field("tick", &self.tick)
+            .field("slack", &self.slack)
             .field("geometry", &self.geometry)
             .field("shards", &self.shards)
             .field("max_pending", &self.max_pending)
@@ -270,7 +301,8 @@ impl<T, E> fmt::Debug for Builder<T, E> {
 }
 
 impl Timer {
-    /// A timer with a 1 ms tick that runs [`Task`]s on a two-thread pool.
+    /// A timer with a 1 µs tick and 1 ms of slack that runs [`Task`]s on a
+    /// two-thread pool.
     ///
     /// # Errors
     ///

@@ -195,6 +195,11 @@ struct ManualState {
     wall: SystemTime,
     /// Threads that have slept on this clock: woken on every advance.
     sleepers: Vec<Thread>,
+    /// The sleeps in progress, by number, with the instant each waits for;
+    /// an advance ends them all.
+    asleep: Vec<(u64, Option<Instant>)>,
+    /// The number of the next sleep.
+    sleeps: u64,
 }
 
 #[cfg(any(feature = "test-util", all(loom, test)))]
@@ -228,6 +233,8 @@ impl ManualClock {
                 now: Instant::now(),
                 wall,
                 sleepers: Vec::new(),
+                asleep: Vec::new(),
+                sleeps: 0,
             })),
         }
     }
@@ -248,10 +255,66 @@ impl ManualClock {
             let mut state = self.inner.lock();
             state.now += by;
             state.wall += by;
+            state.asleep.clear();
             state.sleepers.clone()
         };
         for thread in sleepers {
             thread.unpark();
+        }
+    }
+
+    /// Moves the clock to the instant a thread sleeping on it waits for,
+    /// as a perfect OS timer would wake it: no earlier, no later. Waits up
+    /// to `patience` of real time for a thread to be asleep on the clock
+    /// (the driver may be busy with a pass), then advances to the earliest
+    /// deadline among the sleeping threads and returns it.
+    ///
+    /// Returns `None`, without moving the clock, if the threads asleep
+    /// wait with no deadline (a timer with nothing pending), or if none
+    /// fell asleep within `patience`. Meant for a test that schedules,
+    /// then drives one timer this way: a schedule made meanwhile may want
+    /// the driver earlier than the deadline it sleeps until, and this
+    /// cannot know.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::{Clock, ManualClock};
+    /// use tickwheel::Timer;
+    ///
+    /// let clock = ManualClock::new();
+    /// let (tx, rx) = crossbeam_channel::unbounded();
+    /// let timer = Timer::builder().clock(clock.clone()).executor(tx).build()?;
+    /// let start = clock.now();
+    /// timer.with_slack(Duration::ZERO).schedule(Duration::from_micros(2_500), "now")?;
+    /// timer.sync();
+    /// // The driver may first wake where the wheel moves the timer closer
+    /// // (its level's slot), then at its deadline.
+    /// while let Some(woke_at) = clock.advance_to_next_wake(Duration::from_secs(5)) {
+    ///     assert!(woke_at - start <= Duration::from_micros(2_500));
+    /// }
+    /// assert_eq!(clock.now() - start, Duration::from_micros(2_500));
+    /// assert_eq!(rx.try_recv()?, "now");
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    #[cfg(not(all(loom, test)))]
+    pub fn advance_to_next_wake(&self, patience: Duration) -> Option<Instant> {
+        // Real time: the manual clock is the one standing still.
+        let give_up = Instant::now() + patience;
+        loop {
+            {
+                let state = self.inner.lock();
+                if !state.asleep.is_empty() {
+                    let wake = state.asleep.iter().filter_map(|&(_, until)| until).min()?;
+                    let by = wake.saturating_duration_since(state.now);
+                    drop(state);
+                    self.advance(by);
+                    return Some(wake);
+                }
+            }
+            if Instant::now() >= give_up {
+                return None;
+            }
+            std::thread::sleep(Duration::from_micros(20));
         }
     }
 }
@@ -274,7 +337,7 @@ impl Clock for ManualClock {
     }
 
     fn sleep_until(&self, deadline: Option<Instant>) {
-        {
+        let sleep = {
             let mut state = self.inner.lock();
             if deadline.is_some_and(|deadline| deadline <= state.now) {
                 return;
@@ -283,9 +346,17 @@ impl Clock for ManualClock {
             if !state.sleepers.iter().any(|t| t.id() == me.id()) {
                 state.sleepers.push(me);
             }
-        }
+            let sleep = state.sleeps;
+            state.sleeps += 1;
+            state.asleep.push((sleep, deadline));
+            sleep
+        };
         // An advance or an unpark between the unlock and here leaves the
         // park token set, so this returns at once.
         thread::park();
+        self.inner
+            .lock()
+            .asleep
+            .retain(|&(other, _)| other != sleep);
     }
 }

@@ -45,7 +45,7 @@ use core::panic::AssertUnwindSafe;
 use std::panic::catch_unwind;
 
 use super::executor::{Executor, Rejected, Why};
-use super::job::{Job, Make};
+use super::job::{Filed, Job, Make, Window};
 use super::shard::{Shard, Shared, FINISHING, RUNNING, STOPPING};
 use super::sync::{thread, Ordering};
 use super::{Expired, TimerHandle};
@@ -59,7 +59,10 @@ const BATCH: usize = 256;
 /// handed over.
 struct Fire<T> {
     handle: TimerHandle,
+    /// The deadline asked for (the timer may have been filed later, inside
+    /// its window).
     deadline: Tick,
+    slack: u32,
     work: Work<T>,
 }
 
@@ -125,26 +128,36 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
 fn collect<T>(wheel: &mut Shard<T>, shard: u32, now: Tick, now_up: Tick, batch: &mut Vec<Fire<T>>) {
     wheel.set_now(now);
     while batch.len() < BATCH {
-        let Some((key, deadline)) = wheel.peek() else {
+        let Some((key, filed)) = wheel.peek() else {
             return;
         };
         let handle = TimerHandle { key, shard };
-        let work = match wheel.get_mut(key) {
-            Some(Job::Repeat(repeat)) => {
-                let next = repeat.cadence.fire(deadline, now, now_up);
+        let Some(timer) = wheel.get_mut(key) else {
+            unreachable!("a peeked key is stale")
+        };
+        let deadline = timer.window.deadline(filed);
+        let slack = timer.window.slack();
+        let work = match &mut timer.job {
+            Job::Repeat(repeat) => {
+                let next = repeat.cadence.fire(deadline, now, now_up, slack);
                 let make = alloc::sync::Arc::clone(&repeat.make);
-                wheel.reset(key, next);
+                let (refiled, window) = Window::file(next, slack, now);
+                timer.window = window;
+                wheel.reset(key, refiled);
                 Work::Make(make)
             }
-            Some(Job::Once(_)) => match wheel.cancel(key) {
-                Some(Job::Once(value)) => Work::Value(value),
+            Job::Once(_) => match wheel.cancel(key) {
+                Some(Filed {
+                    job: Job::Once(value),
+                    ..
+                }) => Work::Value(value),
                 _ => unreachable!("the peeked one-shot is gone"),
             },
-            None => unreachable!("a peeked key is stale"),
         };
         batch.push(Fire {
             handle,
             deadline,
+            slack,
             work,
         });
     }
@@ -171,9 +184,10 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
             },
         };
         let deadline = shared.time.instant_of(fire.deadline);
+        let late = shared.time.now().saturating_duration_since(deadline);
         shared
             .counters
-            .lateness(shared.time.now().saturating_duration_since(deadline));
+            .lateness(late, shared.time.duration_of(u64::from(fire.slack)));
         shared.counters.fired.fetch_add(1, Ordering::Relaxed);
         let fired = Expired {
             key: fire.handle,

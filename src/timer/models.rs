@@ -71,6 +71,7 @@ impl Harness {
         let count = Arc::new(AtomicUsize::new(0));
         let timer = Timer::builder()
             .clock(clock.clone())
+            .slack(Duration::ZERO)
             .shards(1)
             .executor(RecordingExecutor {
                 fired: Arc::clone(&fired),
@@ -221,6 +222,7 @@ fn fixed_delay_rearm_against_the_first_run() {
         // re-arm has read it.
         let timer = Timer::builder()
             .clock(clock.clone())
+            .slack(Duration::ZERO)
             .shards(1)
             .executor(move |fired: Expired<Task>| {
                 (fired.value)();
@@ -253,6 +255,7 @@ fn cancel_against_a_fixed_delay_run_in_flight() {
         let clock = ManualClock::new();
         let timer: Timer<Task, ThreadPool> = Timer::builder()
             .clock(clock.clone())
+            .slack(Duration::ZERO)
             .shards(1)
             .executor(ThreadPool::new(1))
             .build()

@@ -40,7 +40,7 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::executor::{Executor, Task};
-use super::job::{Cadence, DelayRun, Factory, Job, Make, MissedTicks, Repeat};
+use super::job::{Cadence, DelayRun, Factory, Job, Make, MissedTicks, Repeat, Window};
 use super::shard::Shared;
 use super::sync::Arc;
 use super::{ScheduleError, ScheduleErrorKind, Timer, TimerHandle};
@@ -172,7 +172,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         }));
         self.owner
             .shared
-            .insert(file_at, job)
+            .insert(file_at, self.slack, job)
             .map_err(|err| err.map(Job::into_factory))
     }
 }
@@ -289,7 +289,7 @@ impl<E: Executor<Task>> Timer<Task, E> {
             },
         }));
         shared
-            .insert(first, job)
+            .insert(first, self.slack, job)
             .map_err(|err| err.map(Job::into_factory))
     }
 }
@@ -317,15 +317,21 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         let Some((_, mut wheel)) = self.lock(handle) else {
             return;
         };
-        let next = match wheel.get_mut(handle.key) {
-            Some(Job::Repeat(repeat)) => repeat.cadence.finish_run(after_delay),
-            _ => None,
+        let now = wheel.now();
+        let Some(timer) = wheel.get_mut(handle.key) else {
+            return;
+        };
+        let next = match &mut timer.job {
+            Job::Repeat(repeat) => repeat.cadence.finish_run(after_delay),
+            Job::Once(_) => None,
         };
         let Some(next) = next else {
             return;
         };
-        wheel.reset(handle.key, next);
+        let (filed, window) = Window::file(next, timer.window.slack(), now);
+        timer.window = window;
+        wheel.reset(handle.key, filed);
         drop(wheel);
-        self.wake_if_earlier(next);
+        self.wake_if_earlier(filed);
     }
 }

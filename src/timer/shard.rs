@@ -38,7 +38,7 @@ use core::panic::AssertUnwindSafe;
 use std::panic::catch_unwind;
 
 use super::executor::{Executor, Undelivered, UndeliveredHook, Why};
-use super::job::{Job, Unfired};
+use super::job::{Filed, Job, Unfired, Window};
 use super::stats::Counters;
 use super::sync::{
     AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Mutex, MutexGuard, Ordering, Thread,
@@ -55,7 +55,7 @@ pub(super) const FINISHING: u8 = 1;
 pub(super) const STOPPING: u8 = 2;
 
 /// A shard's wheel.
-pub(super) type Shard<T> = Wheel<Job<T>>;
+pub(super) type Shard<T> = Wheel<Filed<T>>;
 
 /// A shard and its counters (written under its lock, read without it).
 /// Aligned to its own cache lines so that threads working on neighbouring
@@ -124,10 +124,12 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         Some((cell, cell.lock.lock()))
     }
 
-    /// Files `job` at `deadline` in this thread's home shard.
+    /// Files `job`, due at `deadline` with `slack` ticks, in this
+    /// thread's home shard.
     pub(super) fn insert(
         &self,
         deadline: Tick,
+        slack: u32,
         job: Job<T>,
     ) -> Result<TimerHandle, ScheduleError<Job<T>>> {
         if let Some(max) = self.max_pending {
@@ -138,30 +140,31 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         }
         let index = home_shard(self.shards.len());
         let cell = &self.shards[index];
-        let key = {
+        let (key, filed) = {
             let mut wheel = cell.lock.lock();
             if self.state.load(Ordering::SeqCst) != RUNNING {
                 drop(wheel);
                 self.release_reservation(1);
                 return Err(ScheduleError::new(ScheduleErrorKind::Shutdown, job));
             }
-            match wheel.try_insert(deadline, job) {
+            let (filed, window) = Window::file(deadline, slack, wheel.now());
+            match wheel.try_insert(filed, Filed { job, window }) {
                 Ok(key) => {
                     ShardCell::<T>::bump(&cell.scheduled);
                     cell.publish_len(&wheel);
-                    key
+                    (key, filed)
                 }
                 Err(full) => {
                     drop(wheel);
                     self.release_reservation(1);
                     return Err(ScheduleError::new(
                         ScheduleErrorKind::Full,
-                        full.into_inner(),
+                        full.into_inner().job,
                     ));
                 }
             }
         };
-        self.wake_if_earlier(deadline);
+        self.wake_if_earlier(filed);
         Ok(TimerHandle {
             key,
             shard: index as u32,
@@ -219,12 +222,12 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         }
         self.release_reservation(jobs.len());
         jobs.into_iter()
-            .filter_map(|(deadline, job)| self.unfired(deadline, job))
+            .filter_map(|(filed, timer)| self.unfired(timer.window.deadline(filed), timer.job))
             .collect()
     }
 
     /// A job out of its wheel as `Unfired`, making a repeating job's value
-    /// (outside every lock).
+    /// (outside every lock). `deadline` is the one asked for.
     pub(super) fn unfired(&self, deadline: Tick, job: Job<T>) -> Option<Unfired<T>> {
         let (deadline, every, value) = match job {
             Job::Once(value) => (deadline, None, value),

@@ -51,8 +51,17 @@ pub struct Stats {
     /// Times the driver thread woke up and scanned the wheels. With no
     /// timers pending it sleeps without a deadline, so this stays still.
     pub wakeups: u64,
-    /// How late runs were handed to the executor.
+    /// How late runs were handed to the executor, from the deadline asked
+    /// for (rounded up to the tick).
     pub lateness: Lateness,
+    /// Runs handed to the executor inside their window `[deadline,
+    /// deadline + slack]` (see [`Timer::with_slack`](super::Timer::with_slack)).
+    pub in_window: u64,
+    /// How far past the end of its window each of the other runs was
+    /// handed over: `overshoot.count()` runs missed their window (a busy
+    /// or starved driver, a deadline already past when it was scheduled,
+    /// the OS waking the driver late), and `overshoot.max()` is the worst.
+    pub overshoot: Lateness,
 }
 
 /// Distribution of lateness: the time from a run's deadline (rounded up to
@@ -177,11 +186,21 @@ pub(crate) struct Counters {
     pub(crate) panicked: AtomicU64,
     pub(crate) dropped: AtomicU64,
     late: LatenessCounter,
+    in_window: AtomicU64,
+    overshoot: LatenessCounter,
 }
 
 impl Counters {
-    pub(crate) fn lateness(&self, lateness: Duration) {
+    /// Records a run handed over `lateness` after its deadline, with
+    /// `slack` allowed.
+    pub(crate) fn lateness(&self, lateness: Duration, slack: Duration) {
         self.late.record(lateness);
+        match lateness.checked_sub(slack) {
+            Some(over) if !over.is_zero() => self.overshoot.record(over),
+            _ => {
+                self.in_window.fetch_add(1, Ordering::Relaxed);
+            }
+        }
     }
 
     /// These counters as `Stats`; the per-shard counts are left at zero
@@ -193,6 +212,8 @@ impl Counters {
             panicked: self.panicked.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
             lateness: self.late.snapshot(),
+            in_window: self.in_window.load(Ordering::Relaxed),
+            overshoot: self.overshoot.snapshot(),
             ..Stats::default()
         }
     }
@@ -245,7 +266,7 @@ mod tests {
     fn quantiles_are_bucket_upper_edges_capped_at_the_max() {
         let counters = Counters::default();
         for micros in [100, 200, 300, 900, 1_100] {
-            counters.lateness(Duration::from_micros(micros));
+            counters.lateness(Duration::from_micros(micros), Duration::MAX);
         }
         let l = counters.snapshot().lateness;
         assert_eq!(l.count(), 5);
@@ -256,5 +277,19 @@ mod tests {
         assert_eq!(l.quantile(0.8), Duration::from_micros(1_024));
         assert_eq!(l.quantile(1.0), Duration::from_micros(1_100));
         assert_eq!(l.buckets().map(|(_, n)| n).sum::<u64>(), 5);
+    }
+
+    #[test]
+    fn runs_inside_their_window_are_counted_and_the_rest_measured_past_it() {
+        let counters = Counters::default();
+        let slack = Duration::from_micros(500);
+        for micros in [0, 200, 500, 501, 1_300] {
+            counters.lateness(Duration::from_micros(micros), slack);
+        }
+        let stats = counters.snapshot();
+        assert_eq!(stats.lateness.count(), 5);
+        assert_eq!(stats.in_window, 3, "0, 200 and 500 µs are inside");
+        assert_eq!(stats.overshoot.count(), 2);
+        assert_eq!(stats.overshoot.max(), Duration::from_micros(800));
     }
 }

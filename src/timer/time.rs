@@ -9,6 +9,7 @@
 //! | a deadline (`tick_at`, `deadline_after`) | up | a timer may fire only once its whole deadline has passed |
 //! | the driver's "now" (`now_tick`) | down | a tick counts as passed only once it has fully passed |
 //! | a period (`ticks_in`) | up, at least 1 | a repeating timer never runs more often than asked |
+//! | a slack (`slack_ticks`) | down | a timer's window never ends later than asked |
 //! | a tick back to an `Instant` (`instant_of`) | exact | the start of the tick |
 //!
 //! Arithmetic is in `u64` nanoseconds (584 years from the origin), which is
@@ -103,6 +104,13 @@ impl TimeSource {
         (nanos / self.tick_nanos, nanos.div_ceil(self.tick_nanos))
     }
 
+    /// Whole ticks in `slack`, rounded down (a window never ends after
+    /// `deadline + slack`), saturating at `u32::MAX`.
+    pub(super) fn slack_ticks(&self, slack: Duration) -> u32 {
+        let ticks = slack.as_nanos() / u128::from(self.tick_nanos);
+        u32::try_from(ticks).unwrap_or(u32::MAX)
+    }
+
     /// The length of `ticks` ticks (saturating).
     pub(super) fn duration_of(&self, ticks: u64) -> Duration {
         let nanos = u128::from(ticks) * u128::from(self.tick_nanos);
@@ -189,6 +197,16 @@ mod tests {
         assert_eq!(time.ticks_in(MS), 1);
         assert_eq!(time.ticks_in(MS + US), 2);
         assert_eq!(time.ticks_in(Duration::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn slack_rounds_down_and_saturates() {
+        let (_, time, _) = source(MS);
+        assert_eq!(time.slack_ticks(Duration::ZERO), 0);
+        assert_eq!(time.slack_ticks(MS - US), 0);
+        assert_eq!(time.slack_ticks(3 * MS + 999 * US), 3);
+        let (_, time, _) = source(US);
+        assert_eq!(time.slack_ticks(Duration::MAX), u32::MAX);
     }
 
     #[test]

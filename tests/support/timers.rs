@@ -1,6 +1,9 @@
 //! Timers on a manual clock, shared by the std-layer test files
 //! (`tests/timer.rs`, `tests/periodic.rs`, `tests/usage.rs`): time moves
 //! only when a test says so, and `advance` waits for the driver's pass.
+//! These timers have zero slack, so every timer is due exactly at its
+//! deadline and the tests can say when it fires (`tests/slack.rs` tests
+//! slack).
 
 use core::time::Duration;
 
@@ -13,6 +16,7 @@ pub(crate) fn manual_inline() -> (ManualClock, Timer<Task, Inline>) {
     let clock = ManualClock::new();
     let timer = Timer::builder()
         .clock(clock.clone())
+        .slack(Duration::ZERO)
         .executor(Inline)
         .build()
         .unwrap();
@@ -26,6 +30,7 @@ pub(crate) fn channel_timer<T: Send + 'static>() -> (ManualClock, Timer<T, Sende
     let (tx, rx) = crossbeam_channel::unbounded();
     let timer = Timer::builder()
         .clock(clock.clone())
+        .slack(Duration::ZERO)
         .executor(tx)
         .build()
         .unwrap();
