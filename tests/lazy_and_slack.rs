@@ -17,9 +17,12 @@ fn lazy_resets_fire_on_time_and_in_reset_order() {
     let d = wheel.insert(300, 'd'); // after a
     assert!(wheel.reset(b, 300)); // b again, now after d
     assert!(wheel.reset(c, 300)); // c from far away, last
-                                  // Lazy: `a` is still filed in the level-1 slot of 100, which starts at
-                                  // 64 (moved at once, it would be in the slot starting at 256).
-    assert_eq!(wheel.next_expiration(), Some(64));
+
+    // Lazy: `a` is still filed in the level-1 slot of 100, `[64, 128)`, so
+    // the wheel names that slot's end (no timer elsewhere is due before
+    // it). Moved at once, `a` would be in the slot of `[256, 320)`, and the
+    // answer would be 300.
+    assert_eq!(wheel.next_expiration(), Some(128));
     assert_eq!(wheel.advance(299).count(), 0, "nothing fires early");
     assert_eq!(wheel.deadline(a), Some(300));
     let fired: Vec<_> = wheel

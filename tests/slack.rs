@@ -115,10 +115,10 @@ fn slack_coalesces_wake_ups() {
         "wake-ups for 3,000 timers over 2 s: slack 0: {exact}, 1 ms: {default}, 10 ms: {coarse}"
     );
     assert!(
-        exact >= 2_000,
+        exact >= 2_900,
         "{exact}: distinct deadlines each need a wake-up"
     );
-    assert!(default * 2 <= exact, "1 ms: {default} vs {exact}");
+    assert!(default < exact, "1 ms: {default} vs {exact}");
     assert!(coarse * 5 <= exact, "10 ms: {coarse} vs {exact}");
     // A 10 ms window always holds a multiple of 8,192 µs: at most one
     // wake-up per 8 ms of timers, plus the wheel's cascades.
@@ -126,9 +126,9 @@ fn slack_coalesces_wake_ups() {
 }
 
 /// Precise timers among coarse ones fire exactly on their deadline and
-/// add only their own wake-ups: at most one each, plus one for each wheel
-/// level their deadline cascades through (a 2 s deadline at 1 µs ticks
-/// starts three levels up).
+/// add only their own wake-ups: one each (the wheel names a lone timer's
+/// deadline even from a higher level), or two where it must first walk a
+/// full slot closer.
 #[test]
 fn a_precise_timer_costs_only_its_own_wake_ups() {
     let timers = delays(3_030, 3);
@@ -137,10 +137,7 @@ fn a_precise_timer_costs_only_its_own_wake_ups() {
     let slack = |i: usize| if precise(i) { Duration::ZERO } else { 10 * MS };
     let (mixed, _) = run(&timers, slack);
     println!("wake-ups: coarse alone {coarse_only}, with 30 precise {mixed}");
-    assert!(
-        mixed <= coarse_only + 4 * 30 + 30,
-        "{mixed} vs {coarse_only}"
-    );
+    assert!(mixed <= coarse_only + 2 * 30, "{mixed} vs {coarse_only}");
     // And they are exact: `run` checked `late <= 0` for them.
 }
 
@@ -192,12 +189,12 @@ fn fixed_rate_runs_keep_their_grid_under_slack() {
     ] {
         let (clock, timer, rx) = recording_timer();
         let first = clock.now() + 10 * MS;
-        let runs = std::sync::atomic::AtomicU32::new(0);
+        let runs = core::sync::atomic::AtomicU32::new(0);
         let period = 10 * MS + 300 * US; // off every power of two
         timer
             .with_slack(slack)
             .schedule_repeating_at(first, period, missed, move || {
-                runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                runs.fetch_add(1, core::sync::atomic::Ordering::Relaxed)
             })
             .unwrap();
         drive(&clock, &timer, Some(first + period * 300));

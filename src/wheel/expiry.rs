@@ -12,22 +12,40 @@ use super::state::{Expired, Wheel};
 use crate::key::TimerKey;
 use crate::Tick;
 
+/// How many timers `Wheel::next_expiration` reads in a slot above level
+/// 0 to name their earliest deadline instead of the slot's start. A
+/// tickless driver then wakes once for a lone far timer instead of once per
+/// level it passes through (three at 1 µs ticks for a deadline seconds
+/// away), and a full slot, whose walk wakes the driver for many timers at
+/// once, costs no more than the bitmaps.
+const SLOT_PEEK: usize = 8;
+
 impl<T> Wheel<T> {
     /// A tick no later than the earliest pending timer's effective deadline,
     /// or `None` if the wheel is empty. A value `≤ now()` means a timer is
     /// due now.
     ///
+    /// It is that deadline exactly when the earliest timers are in level 0,
+    /// or in a slot of a higher level that holds at most 8 timers (read to
+    /// find their earliest deadline). Behind
+    /// a fuller slot it is the slot's start, where a walk moves its timers
+    /// closer: a wake-up shared by all of them.
+    ///
     /// Polling at the returned tick always makes progress: it fires a timer
     /// or moves [`now`](Self::now) forward (possibly only cascading timers
     /// closer to their slot, or filing again a timer whose deadline a lazy
     /// [`reset`](Self::reset) moved later), so a tickless driver can sleep
-    /// exactly until then. O(levels), from the bitmaps.
+    /// exactly until then. O(levels), from the bitmaps, plus at most 8
+    /// timers read.
     ///
     /// ```
     /// let mut wheel = tickwheel::Wheel::new();
     /// assert_eq!(wheel.next_expiration(), None);
     /// wheel.insert(40, ());
     /// assert_eq!(wheel.next_expiration(), Some(40));
+    /// wheel.advance(40).for_each(drop);
+    /// wheel.insert(100_000, ()); // three levels up, alone in its slot
+    /// assert_eq!(wheel.next_expiration(), Some(100_000));
     /// ```
     pub fn next_expiration(&self) -> Option<Tick> {
         // Cancelled timers awaiting their batched unlink still mark their
@@ -41,8 +59,50 @@ impl<T> Wheel<T> {
             return Some(deadline);
         }
         // Nothing due, so the cursor is at `now` (invariant 7) and every
-        // event lies after it: advancing to this one moves time.
-        self.next_event().map(|(at, _)| at)
+        // event lies after it: advancing to either moves time.
+        let slot = self
+            .next_slot_event()
+            .map(|(start, list)| self.earliest_in_slot(start, list));
+        match (slot, self.overflow_event()) {
+            (Some(slot), Some((sweep, _))) => Some(slot.min(sweep)),
+            (slot, sweep) => slot.or(sweep.map(|(at, _)| at)),
+        }
+    }
+
+    /// The earliest deadline in the slot `list` starting at `start` (the
+    /// first occupied slot of the lowest non-empty level), if it holds at
+    /// most [`SLOT_PEEK`] timers; else `start`. Capped at the slot's end,
+    /// before which no other slot's timer is due: a timer of level `k`
+    /// shares every bit above level `k`'s with `elapsed` (it would be
+    /// higher up otherwise), so later slots of its level, and every slot of
+    /// the levels above, start at or after this slot's end (invariant 2).
+    /// A lazily moved timer can be due after the end; the end still bounds
+    /// it from below, and polling there files it again.
+    fn earliest_in_slot(&self, start: Tick, list: ListId) -> Tick {
+        let Some((level, _)) = self.lists.as_slot(list) else {
+            return start;
+        };
+        if level == 0 {
+            return start;
+        }
+        let width = 1u64 << self.geometry.shift(level);
+        let mut earliest = start.saturating_add(width);
+        let mut next = self.nodes.first(list);
+        for _ in 0..SLOT_PEEK {
+            let Some(index) = next else {
+                return earliest;
+            };
+            // A cancelled timer awaiting its unlink has no entry.
+            if let Some(entry) = self.nodes.entries.get(index) {
+                earliest = earliest.min(entry.deadline);
+            }
+            next = self.nodes.after(index);
+        }
+        if next.is_none() {
+            earliest
+        } else {
+            start
+        }
     }
 
     /// Moves time forward to `now` (a smaller `now` than the current one is
