@@ -219,7 +219,10 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// never moves the next run, which stays on its grid.
     ///
     /// Slack is counted in whole ticks, rounded down, and saturates at
-    /// `u32::MAX` ticks (71 minutes at the default 1 µs tick). Clones of
+    /// `u32::MAX` ticks (71 minutes at the default 1 µs tick). A slack of
+    /// 2ᵏ − 1 ticks or a little more puts every window on the grid of 2ᵏ
+    /// ticks, so timers with it share the fewest wake-ups (see
+    /// [`DEFAULT_SLACK`](super::DEFAULT_SLACK)). Clones of
     /// the returned handle keep its slack. Every handle reaches the same
     /// timers: cancel, reset and stop through any of them.
     /// [`Stats::in_window`] and [`Stats::overshoot`] report how runs kept
@@ -229,10 +232,10 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// use std::time::Duration;
     /// use tickwheel::Timer;
     ///
-    /// let timer = Timer::new()?; // default slack: 1 ms
+    /// let timer = Timer::new()?; // slack: tickwheel::timer::DEFAULT_SLACK
     /// let precise = timer.with_slack(Duration::ZERO);
     /// let relaxed = timer.with_slack(Duration::from_millis(50));
-    /// assert_eq!(timer.slack(), Duration::from_millis(1));
+    /// assert_eq!(precise.slack(), Duration::ZERO);
     ///
     /// precise.run_after(Duration::from_micros(250), || println!("on the dot"))?;
     /// let idle = relaxed.run_after(Duration::from_secs(30), || println!("idle: close"))?;

@@ -21,6 +21,28 @@ use super::time::TimeSource;
 use super::Timer;
 use crate::{Geometry, Wheel};
 
+/// The slack of a [`Timer`]'s timers unless it is told otherwise
+/// ([`Builder::slack`], [`Timer::with_slack`]): 1,023 µs, about what a 1 ms
+/// tick used to give.
+///
+/// Why 2¹⁰ − 1 µs and not 1,000: a timer is filed at the roundest tick of
+/// its window ([`coalesce`](crate::wheel::coalesce)), and a window of
+/// 1,023 µs or more always holds a multiple of 1,024 µs, so at the default
+/// 1 µs tick every such timer lands on that grid and the driver wakes at
+/// most once per 1,024 µs for all of them. A window of 1,000 µs misses the
+/// grid for 2.3 % of timers, which then take a tick of their own: 1,611
+/// wake-ups a second instead of 977 for 50,000 timers a second
+/// (`docs/benchmarks.md`, run P2).
+///
+/// ```
+/// use tickwheel::timer::DEFAULT_SLACK;
+///
+/// let timer = tickwheel::Timer::new()?;
+/// assert_eq!(timer.slack(), DEFAULT_SLACK);
+/// # Ok::<(), tickwheel::timer::BuildError>(())
+/// ```
+pub const DEFAULT_SLACK: Duration = Duration::from_micros(1_023);
+
 /// Builds a [`Timer`]: tick, default slack, geometry, shards,
 /// `max_pending`, executor, driver thread name, clock, and the hook for
 /// values that cannot be delivered.
@@ -58,7 +80,7 @@ impl Builder<Task, ThreadPool> {
     pub(super) fn new() -> Self {
         Builder {
             tick: Duration::from_micros(1),
-            slack: Duration::from_millis(1),
+            slack: DEFAULT_SLACK,
             geometry: Geometry::DEFAULT,
             shards: None,
             max_pending: None,
@@ -97,7 +119,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// that the driver can fire many with one wake-up. Each timer fires
     /// inside `[deadline, deadline + slack]` unless the driver is starved;
     /// [`Timer::with_slack`] gives a handle with another slack. Default
-    /// 1 ms (what a 1 ms tick gave); rounded down to whole ticks.
+    /// [`DEFAULT_SLACK`], 1,023 µs; rounded down to whole ticks.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -301,8 +323,8 @@ impl<T, E> fmt::Debug for Builder<T, E> {
 }
 
 impl Timer {
-    /// A timer with a 1 µs tick and 1 ms of slack that runs [`Task`]s on a
-    /// two-thread pool.
+    /// A timer with a 1 µs tick and [`DEFAULT_SLACK`] that runs [`Task`]s
+    /// on a two-thread pool.
     ///
     /// # Errors
     ///

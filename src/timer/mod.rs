@@ -52,7 +52,7 @@ use std::time::Instant;
 use crate::TimerKey;
 
 pub use api::Timer;
-pub use builder::{delay_queue, Builder, DelayQueue};
+pub use builder::{delay_queue, Builder, DelayQueue, DEFAULT_SLACK};
 #[cfg(any(feature = "test-util", all(loom, test)))]
 pub use clock::ManualClock;
 pub use clock::{Clock, SpinningClock, SystemClock};
