@@ -72,12 +72,13 @@
 //!   counted on the same exact samples, and their share of the row's
 //!   timers. With slack 0 that is nearly every timer: the OS wakes a
 //!   thread tens of µs late, far outside a 1 µs window. `—` for the heap.
-//! - CPU: user + system time of the **whole process** (`/proc/self/stat`
-//!   fields 14 and 15), from just before the first schedule to when the
-//!   main thread sees the last fire; it covers scheduling, the driver and
-//!   the callbacks. Its resolution is one clock tick (`getconf CLK_TCK`,
-//!   100 Hz on Linux: 10 ms a run, 0.1 µs per timer at 100,000 timers);
-//!   the output says which. Per timer = CPU ÷ all timers of the run.
+//! - CPU: user + system time of the **whole process**, every thread
+//!   (`getrusage(RUSAGE_SELF)`, which Linux derives from the scheduler's
+//!   nanosecond run times: microsecond resolution), from just before the
+//!   first schedule to when the main thread sees the last fire; it covers
+//!   scheduling, the driver and the callbacks. Per timer = CPU ÷ all
+//!   timers of the run. (Run P0 used `/proc/self/stat`, whose 10 ms ticks
+//!   left 0.1 µs per timer of resolution.)
 //! - wake-ups: the driver's wake-ups over the same window, and per second
 //!   of the run span (first schedule to last fire). tickwheel counts them
 //!   in `Stats::wakeups`; the heap counts each return from a condvar wait.
@@ -135,7 +136,7 @@ use tickwheel::Timer;
 
 use machine::{load_average, machine_line};
 use precise_heap::PreciseHeap;
-use record::{clock_ticks_per_second, process_cpu_ticks, Record, Recorder, UNFIRED};
+use record::{process_cpu, Record, Recorder, UNFIRED};
 use table::WindowStats;
 
 /// tickwheel's default tick.
@@ -322,7 +323,7 @@ fn plan(
 struct Run {
     /// Per timer, ns after its requested deadline.
     late: Vec<i64>,
-    cpu_ticks: u64,
+    cpu: Duration,
     wakeups: u64,
     /// First schedule to last fire.
     span: Duration,
@@ -339,7 +340,7 @@ fn measure(
     schedule: impl Fn(Instant, u32, bool),
     wakeups: impl Fn() -> u64,
 ) -> Run {
-    let cpu_before = process_cpu_ticks();
+    let cpu_before = process_cpu();
     let wakeups_before = wakeups();
     let begin = Instant::now();
     let start = begin + LEAD;
@@ -347,7 +348,7 @@ fn measure(
         schedule(start + *offset, id as u32, precise);
     }
     let last = record.wait(LEAD + plan.spread + GRACE);
-    let cpu_ticks = process_cpu_ticks() - cpu_before;
+    let cpu = process_cpu() - cpu_before;
     let wakeups = wakeups() - wakeups_before;
     let fired = record.fired.load(Ordering::Acquire);
     let Some(last) = last else {
@@ -372,7 +373,7 @@ fn measure(
     );
     Run {
         late,
-        cpu_ticks,
+        cpu,
         wakeups,
         span: last - begin,
         stats: None,
@@ -434,7 +435,6 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` does not.
     let full = std::env::args().any(|arg| arg == "--bench");
     let sizes = if full { FULL } else { SMOKE };
-    let (hz, assumed) = clock_ticks_per_second();
     println!("machine: {}", machine_line());
     println!("load average at start: {}", load_average());
     if !full {
@@ -472,12 +472,11 @@ fn main() {
         sizes.coarse, sizes.coarse, sizes.precise, sizes.spread, LEAD, sizes.rounds
     );
     println!(
-        "CPU: whole process, /proc/self/stat utime + stime at {hz} ticks/s{}: resolution {:.0} ms a run",
-        if assumed { " (assumed; getconf failed)" } else { "" },
-        1e3 / hz as f64
+        "CPU: whole process, every thread, user + system, from getrusage(RUSAGE_SELF) \
+         (microsecond resolution)"
     );
     println!();
-    table::print(&table, hz);
+    table::print(&table);
 
     if !full {
         table::check_smoke(&table);

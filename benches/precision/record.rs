@@ -77,30 +77,24 @@ impl Executor<(Instant, u32)> for Recorder {
     }
 }
 
-/// CPU time of the whole process so far (utime + stime), in clock ticks.
-pub(crate) fn process_cpu_ticks() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("read /proc/self/stat");
-    // Field 2, the command, is in parentheses and may hold spaces: count
-    // fields after the last ')'. The rest starts at field 3, so utime (14)
-    // and stime (15) are its 12th and 13th.
-    let rest = &stat[stat.rfind(')').expect("/proc/self/stat has a command") + 1..];
-    let mut fields = rest.split_whitespace().skip(11);
-    let mut next = || -> u64 {
-        fields
-            .next()
-            .and_then(|field| field.parse().ok())
-            .expect("/proc/self/stat has utime and stime")
+/// CPU time of the whole process so far, user + system, every thread
+/// (including ones that have exited): `getrusage(RUSAGE_SELF)`. Linux
+/// derives the total from the scheduler's nanosecond run times, so it
+/// resolves microseconds (`/proc/self/stat` counts in 10 ms ticks).
+pub(crate) fn process_cpu() -> Duration {
+    // SAFETY: `rusage` is plain integers, for which all zeroes is a valid
+    // value, and `getrusage` writes only into the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = core::mem::zeroed();
+        assert_eq!(
+            libc::getrusage(libc::RUSAGE_SELF, &mut usage),
+            0,
+            "getrusage"
+        );
+        usage
     };
-    next() + next()
-}
-
-/// Clock ticks per second of `/proc/self/stat`, and whether it was assumed.
-pub(crate) fn clock_ticks_per_second() -> (u64, bool) {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .filter(|output| output.status.success())
-        .and_then(|output| String::from_utf8_lossy(&output.stdout).trim().parse().ok())
-        .map_or((100, true), |hz| (hz, false))
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
 }

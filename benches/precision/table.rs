@@ -66,7 +66,7 @@ pub(crate) struct Row {
 
 struct RunCost {
     timers: usize,
-    cpu_ticks: u64,
+    cpu: Duration,
     wakeups: u64,
     span: Duration,
     stats: Option<WindowStats>,
@@ -76,7 +76,7 @@ struct RunCost {
 pub(crate) fn rows(round: usize, peer: Peer, plan: &Plan, run: Run) -> Vec<Row> {
     let cost = RunCost {
         timers: run.late.len(),
-        cpu_ticks: run.cpu_ticks,
+        cpu: run.cpu,
         wakeups: run.wakeups,
         span: run.span,
         stats: run.stats,
@@ -108,8 +108,8 @@ pub(crate) fn rows(round: usize, peer: Peer, plan: &Plan, run: Run) -> Vec<Row> 
     ]
 }
 
-/// Prints `table` as markdown; `hz` is the CPU clock's ticks per second.
-pub(crate) fn print(table: &[Row], hz: u64) {
+/// Prints `table` as markdown.
+pub(crate) fn print(table: &[Row]) {
     println!(
         "| round | workload | peer | timers | window (ms) | lateness p50 (ms) | p99 (ms) \
          | max (ms) | early | outside window | CPU (ms) | CPU / timer (µs) | wake-ups \
@@ -139,13 +139,13 @@ pub(crate) fn print(table: &[Row], hz: u64) {
         let cost = row.run.as_ref().map_or_else(
             || "— | — | — | — | —".to_owned(),
             |run| {
-                let cpu_ms = run.cpu_ticks as f64 * 1e3 / hz as f64;
+                let cpu_ms = run.cpu.as_secs_f64() * 1e3;
                 let stats = run.stats.as_ref().map_or_else(
                     || "—".to_owned(),
                     |stats| format!("{} / {}", stats.in_window, stats.overshoot),
                 );
                 format!(
-                    "{cpu_ms:.0} | {:.2} | {} | {:.0} | {stats}",
+                    "{cpu_ms:.1} | {:.2} | {} | {:.0} | {stats}",
                     cpu_ms * 1e3 / run.timers as f64,
                     run.wakeups,
                     run.wakeups as f64 / run.span.as_secs_f64()

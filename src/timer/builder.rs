@@ -356,9 +356,12 @@ impl Timer {
 
 impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
     /// A delay queue: values come out of the returned [`Receiver`] once
-    /// their deadline has passed, in deadline order (the JDK `DelayQueue` /
-    /// Redisson `RDelayedQueue` use). The value type is inferred from what
-    /// you schedule or receive.
+    /// their deadline has passed (the JDK `DelayQueue` / Redisson
+    /// `RDelayedQueue` use), each within [`DEFAULT_SLACK`] of it, in the
+    /// order they fire: deadline order, except that values due less than
+    /// the slack apart may swap. Build with `.slack(Duration::ZERO)` and
+    /// [`Builder::executor`] with a channel for strict deadline order. The
+    /// value type is inferred from what you schedule or receive.
     ///
     /// # Errors
     ///
