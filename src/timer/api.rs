@@ -10,7 +10,7 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::executor::{Executor, Task};
-use super::job::{Job, Unfired, Window};
+use super::job::{Job, Unfired};
 use super::owner::Owner;
 use super::pool::ThreadPool;
 use super::shard::{ShardCell, FINISHING, RUNNING, STOPPING};
@@ -62,8 +62,9 @@ use crate::Tick;
 /// ```
 pub struct Timer<T: Send + 'static = Task, E: Executor<T> = ThreadPool> {
     pub(super) owner: Arc<Owner<T, E>>,
-    /// The slack of timers scheduled through this handle, in ticks.
-    pub(super) slack: u32,
+    /// The slack class of timers scheduled through this handle
+    /// (`slack.rs`).
+    pub(super) class: u16,
 }
 
 impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
@@ -86,7 +87,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         let shared = &self.owner.shared;
         let deadline = shared.time.deadline_after(delay);
         shared
-            .insert(deadline, self.slack, Job::Once(value))
+            .insert(deadline, self.class, Job::Once(value))
             .map_err(|err| err.map(Job::into_once))
     }
 
@@ -112,7 +113,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         let shared = &self.owner.shared;
         let deadline = shared.time.tick_at(deadline);
         shared
-            .insert(deadline, self.slack, Job::Once(value))
+            .insert(deadline, self.class, Job::Once(value))
             .map_err(|err| err.map(Job::into_once))
     }
 
@@ -131,14 +132,14 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     pub fn cancel(&self, handle: TimerHandle) -> Option<T> {
         let shared = &self.owner.shared;
         let job = {
-            let (cell, mut wheel) = shared.lock(handle)?;
-            let job = wheel.cancel(handle.key)?;
+            let (cell, mut wheels) = shared.lock(handle)?;
+            let job = wheels.get_mut(handle.class)?.cancel(handle.key)?;
             ShardCell::<T>::bump(&cell.cancelled);
-            cell.publish_len(&wheel);
+            cell.publish_len(&wheels);
             job
         };
         shared.release_reservation(1);
-        match job.job {
+        match job {
             Job::Once(value) => Some(value),
             Job::Repeat(repeat) => Some((repeat.make)(None)),
         }
@@ -181,24 +182,22 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
 
     fn reset_to(&self, handle: TimerHandle, deadline: Tick) -> bool {
         let shared = &self.owner.shared;
-        let Some((_, mut wheel)) = shared.lock(handle) else {
+        let Some((_, mut wheels)) = shared.lock(handle) else {
             return false;
         };
-        let now = wheel.now();
-        let Some(timer) = wheel.get_mut(handle.key) else {
+        // The timer stays in its class: it keeps its slack.
+        let Some(wheel) = wheels.get_mut(handle.class) else {
             return false;
         };
-        let moved_to = match &mut timer.job {
-            Job::Repeat(repeat) => repeat.cadence.reset(deadline),
-            Job::Once(_) => Some(deadline),
+        let moved_to = match wheel.get_mut(handle.key) {
+            None => return false,
+            Some(Job::Repeat(repeat)) => repeat.cadence.reset(deadline),
+            Some(Job::Once(_)) => Some(deadline),
         };
         if let Some(deadline) = moved_to {
-            // The timer keeps the slack it was scheduled with.
-            let (filed, window) = Window::file(deadline, timer.window.slack(), now);
-            timer.window = window;
-            wheel.reset(handle.key, filed);
-            drop(wheel);
-            shared.wake_if_earlier(filed);
+            wheel.reset(handle.key, deadline);
+            drop(wheels);
+            shared.wake_if_earlier(deadline, handle.class);
         }
         true
     }
@@ -211,22 +210,20 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// that only need to fire eventually.
     ///
     /// The driver wakes as few times as it can while firing every timer
-    /// inside its window: each timer is filed at the tick of its window
-    /// with the most trailing zero bits ([`coalesce`](crate::wheel::coalesce)),
-    /// which timers with overlapping windows share. A timer with less slack
-    /// costs its own wake-up and no one else's. A timer keeps its slack
-    /// across [`reset`](Self::reset)s; the slack of a fixed-rate timer's run
-    /// never moves the next run, which stays on its grid.
+    /// inside its window: it wakes just before the earliest window closes
+    /// and fires every timer whose deadline has passed, whatever its slack
+    /// (the rule, and why, are in the module `slack.rs`). A timer with
+    /// less slack costs its own wake-up and no one else's. A timer keeps
+    /// its slack across [`reset`](Self::reset)s; the slack of a fixed-rate
+    /// timer's run never moves the next run, which stays on its grid.
     ///
-    /// Slack is counted in whole ticks, rounded down, and saturates at
-    /// `u32::MAX` ticks (71 minutes at the default 1 µs tick). A slack of
-    /// 2ᵏ − 1 ticks or a little more puts every window on the grid of 2ᵏ
-    /// ticks, so timers with it share the fewest wake-ups (see
-    /// [`DEFAULT_SLACK`](super::DEFAULT_SLACK)). Clones of
-    /// the returned handle keep its slack. Every handle reaches the same
-    /// timers: cancel, reset and stop through any of them.
-    /// [`Stats::in_window`] and [`Stats::overshoot`] report how runs kept
-    /// to their windows.
+    /// Slack is counted in whole ticks, rounded down. Timers with the same
+    /// slack form a class; a timer keeps at most 16 classes, and past that
+    /// a new slack shares the class of the largest slack below it (a
+    /// narrower window, never a wider one). Clones of the returned handle
+    /// keep its slack. Every handle reaches the same timers: cancel, reset
+    /// and stop through any of them. [`Stats::in_window`] and
+    /// [`Stats::overshoot`] report how runs kept to their windows.
     ///
     /// ```
     /// use std::time::Duration;
@@ -247,9 +244,10 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// [`Stats::overshoot`]: super::Stats::overshoot
     #[must_use]
     pub fn with_slack(&self, slack: Duration) -> Self {
+        let shared = &self.owner.shared;
         Timer {
             owner: Arc::clone(&self.owner),
-            slack: self.owner.shared.time.slack_ticks(slack),
+            class: shared.classes.class_of(shared.time.slack_ticks(slack)),
         }
     }
 
@@ -266,7 +264,10 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn slack(&self) -> Duration {
-        self.owner.shared.time.duration_of(u64::from(self.slack))
+        let shared = &self.owner.shared;
+        shared
+            .time
+            .duration_of(shared.classes.get(self.class).slack)
     }
 
     /// When a pending timer is due (its next run, for a repeating one),
@@ -285,13 +286,12 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     pub fn deadline(&self, handle: TimerHandle) -> Option<Instant> {
         let shared = &self.owner.shared;
         let tick = {
-            let (_, wheel) = shared.lock(handle)?;
-            let filed = wheel.deadline(handle.key)?;
-            let timer = wheel.get(handle.key)?;
-            let deadline = timer.window.deadline(filed);
-            match &timer.job {
-                Job::Repeat(repeat) => repeat.cadence.next_run(deadline),
-                Job::Once(_) => deadline,
+            let (_, wheels) = shared.lock(handle)?;
+            let wheel = wheels.get(handle.class)?;
+            let tick = wheel.deadline(handle.key)?;
+            match wheel.get(handle.key)? {
+                Job::Repeat(repeat) => repeat.cadence.next_run(tick),
+                Job::Once(_) => tick,
             }
         };
         Some(shared.time.instant_of(tick))
@@ -329,7 +329,8 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         self.owner
             .shared
             .lock(handle)
-            .is_some_and(|(_, wheel)| wheel.contains(handle.key))
+            .and_then(|(_, wheels)| Some(wheels.get(handle.class)?.contains(handle.key)))
+            .unwrap_or(false)
     }
 
     /// Number of timers pending (scheduled, and neither fired nor
@@ -511,7 +512,7 @@ impl<T: Send + 'static, E: Executor<T>> Clone for Timer<T, E> {
     fn clone(&self) -> Self {
         Timer {
             owner: Arc::clone(&self.owner),
-            slack: self.slack,
+            class: self.class,
         }
     }
 }

@@ -14,25 +14,18 @@ use super::error::BuildError;
 use super::executor::{Executor, Task, Undelivered, UndeliveredHook};
 use super::owner::Owner;
 use super::pool::ThreadPool;
-use super::shard::{Passes, ShardCell, Shared, RUNNING};
+use super::shard::{Passes, ShardCell, Shared, Wheels, RUNNING};
+use super::slack::Classes;
 use super::stats::Counters;
 use super::sync::{thread, Arc, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Mutex};
 use super::time::TimeSource;
 use super::Timer;
-use crate::{Geometry, Wheel};
+use crate::Geometry;
 
 /// The slack of a [`Timer`]'s timers unless it is told otherwise
-/// ([`Builder::slack`], [`Timer::with_slack`]): 1,023 µs, about what a 1 ms
-/// tick used to give.
-///
-/// Why 2¹⁰ − 1 µs and not 1,000: a timer is filed at the roundest tick of
-/// its window ([`coalesce`](crate::wheel::coalesce)), and a window of
-/// 1,023 µs or more always holds a multiple of 1,024 µs, so at the default
-/// 1 µs tick every such timer lands on that grid and the driver wakes at
-/// most once per 1,024 µs for all of them. A window of 1,000 µs misses the
-/// grid for 2.3 % of timers, which then take a tick of their own: 1,611
-/// wake-ups a second instead of 977 for 50,000 timers a second
-/// (`docs/benchmarks.md`, run P2).
+/// ([`Builder::slack`], [`Timer::with_slack`]): 1 ms, what a 1 ms tick
+/// used to give. Each such timer fires within 1 ms after its deadline, and
+/// the driver wakes about once a millisecond for all of them.
 ///
 /// ```
 /// use tickwheel::timer::DEFAULT_SLACK;
@@ -41,7 +34,7 @@ use crate::{Geometry, Wheel};
 /// assert_eq!(timer.slack(), DEFAULT_SLACK);
 /// # Ok::<(), tickwheel::timer::BuildError>(())
 /// ```
-pub const DEFAULT_SLACK: Duration = Duration::from_micros(1_023);
+pub const DEFAULT_SLACK: Duration = Duration::from_millis(1);
 
 /// Builds a [`Timer`]: tick, default slack, geometry, shards,
 /// `max_pending`, executor, driver thread name, clock, and the hook for
@@ -119,7 +112,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// that the driver can fire many with one wake-up. Each timer fires
     /// inside `[deadline, deadline + slack]` unless the driver is starved;
     /// [`Timer::with_slack`] gives a handle with another slack. Default
-    /// [`DEFAULT_SLACK`], 1,023 µs; rounded down to whole ticks.
+    /// [`DEFAULT_SLACK`], 1 ms; rounded down to whole ticks.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -259,7 +252,11 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// ```
     pub fn build(self) -> Result<Timer<T, E>, BuildError> {
         let time = TimeSource::new(self.clock, self.tick).map_err(BuildError::Tick)?;
-        let slack = time.slack_ticks(self.slack);
+        let classes = Classes::new(
+            time.slack_ticks(self.slack),
+            time.slack_ticks(Classes::MAX_LEAD),
+        );
+        let class = classes.class_of(time.slack_ticks(self.slack));
         let shards = match self.shards {
             Some(n) if n == 0 || n > 1024 => return Err(BuildError::Shards(n)),
             Some(n) => n.next_power_of_two(),
@@ -268,13 +265,14 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
         self.executor.start()?;
         let shared = Arc::new(Shared {
             shards: (0..shards)
-                .map(|_| ShardCell::new(Wheel::with_geometry(self.geometry)))
+                .map(|_| ShardCell::new(Wheels::new(self.geometry)))
                 .collect(),
             next_wake: AtomicU64::new(0),
             scanning: AtomicBool::new(true),
             state: AtomicU8::new(RUNNING),
             driver: Mutex::new(None),
             time,
+            classes,
             executor: self.executor,
             max_pending: self.max_pending,
             reserved: AtomicUsize::new(0),
@@ -293,7 +291,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
                 shared,
                 driver: Mutex::new(Some(driver)),
             }),
-            slack,
+            class,
         })
     }
 }

@@ -45,8 +45,9 @@ use core::panic::AssertUnwindSafe;
 use std::panic::catch_unwind;
 
 use super::executor::{Executor, Rejected, Why};
-use super::job::{Filed, Job, Make, Window};
+use super::job::{Job, Make};
 use super::shard::{Shard, Shared, FINISHING, RUNNING, STOPPING};
+use super::slack::Class;
 use super::sync::{thread, Ordering};
 use super::{Expired, TimerHandle};
 use crate::Tick;
@@ -59,10 +60,9 @@ const BATCH: usize = 256;
 /// handed over.
 struct Fire<T> {
     handle: TimerHandle,
-    /// The deadline asked for (the timer may have been filed later, inside
-    /// its window).
     deadline: Tick,
-    slack: u32,
+    /// The timer's slack, in ticks.
+    slack: u64,
     work: Work<T>,
 }
 
@@ -86,17 +86,35 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         }
         let pass = shared.passes.start();
         let (now, now_up) = shared.time.now_tick();
+        let (classes, class_count) = shared.classes.by_slack();
+        let classes = &classes[..class_count];
+        // The earliest window end (`slack.rs`): when to wake next.
         let mut next = Tick::MAX;
         for (index, cell) in shared.shards.iter().enumerate() {
             loop {
                 let more = {
-                    let mut wheel = cell.lock.lock();
-                    collect(&mut wheel, index as u32, now, now_up, &mut batch);
-                    cell.publish_len(&wheel);
-                    let more = batch.len() == BATCH;
-                    if !more {
-                        next = next.min(wheel.next_expiration().unwrap_or(Tick::MAX));
+                    let mut wheels = cell.lock.lock();
+                    let mut more = false;
+                    // Least slack first: a precise timer never waits
+                    // behind a batch of loose ones.
+                    for &class in classes {
+                        let Some(wheel) = wheels.get_mut(class.index) else {
+                            continue;
+                        };
+                        let place = Place {
+                            shard: index as u16,
+                            class,
+                        };
+                        collect(wheel, place, now, now_up, &mut batch);
+                        if batch.len() == BATCH {
+                            more = true;
+                            break;
+                        }
+                        if let Some(due) = wheel.next_expiration() {
+                            next = next.min(due.saturating_add(class.wake_after));
+                        }
                     }
+                    cell.publish_len(&wheels);
                     more
                 };
                 deliver(shared, &mut batch);
@@ -144,37 +162,46 @@ fn precise_sleeps() {
 #[cfg(not(all(target_os = "linux", not(miri), not(all(loom, test)))))]
 fn precise_sleeps() {}
 
+/// Where the wheel being collected sits: its shard and slack class.
+#[derive(Clone, Copy)]
+struct Place {
+    shard: u16,
+    class: Class,
+}
+
 /// Takes due timers out of `wheel` (one-shots) or re-arms them in place
 /// (repeating), up to the batch size. Runs under the shard lock: no user
 /// code here.
-fn collect<T>(wheel: &mut Shard<T>, shard: u32, now: Tick, now_up: Tick, batch: &mut Vec<Fire<T>>) {
+fn collect<T>(
+    wheel: &mut Shard<T>,
+    place: Place,
+    now: Tick,
+    now_up: Tick,
+    batch: &mut Vec<Fire<T>>,
+) {
     wheel.set_now(now);
+    let slack = place.class.slack;
     while batch.len() < BATCH {
-        let Some((key, filed)) = wheel.peek() else {
+        let Some((key, deadline)) = wheel.peek() else {
             return;
         };
-        let handle = TimerHandle { key, shard };
-        let Some(timer) = wheel.get_mut(key) else {
-            unreachable!("a peeked key is stale")
+        let handle = TimerHandle {
+            key,
+            shard: place.shard,
+            class: place.class.index,
         };
-        let deadline = timer.window.deadline(filed);
-        let slack = timer.window.slack();
-        let work = match &mut timer.job {
-            Job::Repeat(repeat) => {
+        let work = match wheel.get_mut(key) {
+            Some(Job::Repeat(repeat)) => {
                 let next = repeat.cadence.fire(deadline, now, now_up, slack);
                 let make = alloc::sync::Arc::clone(&repeat.make);
-                let (refiled, window) = Window::file(next, slack, now);
-                timer.window = window;
-                wheel.reset(key, refiled);
+                wheel.reset(key, next);
                 Work::Make(make)
             }
-            Job::Once(_) => match wheel.cancel(key) {
-                Some(Filed {
-                    job: Job::Once(value),
-                    ..
-                }) => Work::Value(value),
+            Some(Job::Once(_)) => match wheel.cancel(key) {
+                Some(Job::Once(value)) => Work::Value(value),
                 _ => unreachable!("the peeked one-shot is gone"),
             },
+            None => unreachable!("a peeked key is stale"),
         };
         batch.push(Fire {
             handle,
@@ -209,7 +236,7 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
         let late = shared.time.now().saturating_duration_since(deadline);
         shared
             .counters
-            .lateness(late, shared.time.duration_of(u64::from(fire.slack)));
+            .lateness(late, shared.time.duration_of(fire.slack));
         shared.counters.fired.fetch_add(1, Ordering::Relaxed);
         let fired = Expired {
             key: fire.handle,

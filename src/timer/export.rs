@@ -26,10 +26,9 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         let mut copies = Vec::new();
         let mut repeating: Vec<(Tick, Job<T>)> = Vec::new();
         for cell in shared.shards.iter() {
-            let wheel = cell.lock.lock();
-            for (_, filed, timer) in wheel.iter() {
-                let deadline = timer.window.deadline(filed);
-                match &timer.job {
+            let wheels = cell.lock.lock();
+            for (_, deadline, job) in wheels.iter().flat_map(|wheel| wheel.iter()) {
+                match job {
                     Job::Once(value) => copies.push(Unfired {
                         deadline: shared.time.instant_of(deadline),
                         every: None,

@@ -21,7 +21,6 @@ use alloc::boxed::Box;
 use alloc::sync::Arc as StdArc;
 
 use super::TimerHandle;
-use crate::wheel::coalesce;
 use crate::Tick;
 
 /// What a repeating timer does when runs were missed (the driver was busy
@@ -70,57 +69,7 @@ pub enum MissedTicks {
 /// ```
 pub type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
 
-/// One timer's payload inside a wheel: its job and its window.
-pub(super) struct Filed<T> {
-    pub(super) job: Job<T>,
-    pub(super) window: Window,
-}
-
-/// A timer's window `[deadline, deadline + slack]` (ticks), kept beside
-/// its job. The wheel knows only the tick the timer is filed at, which
-/// [`coalesce`] may have moved inside the window; this turns it back into
-/// the deadline that was asked for (for lateness, queries and snapshots).
-/// Two `u32`s: 8 bytes per timer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Window {
-    /// The slack asked for, in ticks.
-    slack: u32,
-    /// How far past its deadline the timer is filed: `0 ..= slack`.
-    pushed: u32,
-}
-
-impl Window {
-    /// Where a timer due at `deadline` with `slack` ticks is filed, and its
-    /// window, when the wheel stands at `now`. One already due is filed
-    /// where it is: it fires at the next pass, and waiting longer could
-    /// only make it later. Otherwise it goes to the roundest tick of its
-    /// window, which it shares with every timer whose window holds it.
-    #[inline]
-    pub(super) fn file(deadline: Tick, slack: u32, now: Tick) -> (Tick, Window) {
-        let filed = if deadline <= now {
-            deadline
-        } else {
-            coalesce(deadline, Tick::from(slack))
-        };
-        // `coalesce` stays inside `[deadline, deadline + slack]`.
-        let pushed = (filed - deadline) as u32;
-        (filed, Window { slack, pushed })
-    }
-
-    /// The deadline asked for, given the tick the timer is filed at.
-    #[inline]
-    pub(super) fn deadline(self, filed: Tick) -> Tick {
-        filed - Tick::from(self.pushed)
-    }
-
-    /// The slack asked for, in ticks.
-    #[inline]
-    pub(super) fn slack(self) -> u32 {
-        self.slack
-    }
-}
-
-/// What a timer does when it fires.
+/// One timer's payload inside a wheel: what it does when it fires.
 pub(super) enum Job<T> {
     Once(T),
     Repeat(Box<Repeat<T>>),
@@ -176,8 +125,8 @@ impl Cadence {
     /// is due (before coalescing). A run counts as missed only once its
     /// whole window has passed, so the `slack` of one run never makes the
     /// next one look missed.
-    pub(super) fn fire(&mut self, deadline: Tick, now: Tick, now_up: Tick, slack: u32) -> Tick {
-        let missed_before = now.saturating_sub(Tick::from(slack));
+    pub(super) fn fire(&mut self, deadline: Tick, now: Tick, now_up: Tick, slack: u64) -> Tick {
+        let missed_before = now.saturating_sub(slack);
         match self {
             Cadence::Rate {
                 owed: owed @ 1..,

@@ -12,6 +12,7 @@
 //! | `periodic.rs` | fixed-rate and fixed-delay scheduling, and the fixed-delay run protocol |
 //! | `job.rs` | what a wheel entry holds; a repeating timer's cadence (state table) |
 //! | `shard.rs` | the shared state: shards, lifecycle (state table), ground rules of locking |
+//! | `slack.rs` | slack classes, and when the driver wakes for them |
 //! | `driver.rs` | the driver loop and the wake-up protocol |
 //! | `owner.rs` | stopping: the last handle stops the driver |
 //! | `time.rs` | `Instant` ↔ tick conversion, and its rounding rules |
@@ -43,6 +44,7 @@ mod owner;
 mod periodic;
 mod pool;
 mod shard;
+mod slack;
 pub(crate) mod stats;
 mod sync;
 mod time;
@@ -113,5 +115,7 @@ pub type Expired<T> = crate::Expired<T, TimerHandle, Instant>;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct TimerHandle {
     key: TimerKey,
-    shard: u32,
+    shard: u16,
+    /// The timer's slack class (`slack.rs`).
+    class: u16,
 }

@@ -72,5 +72,6 @@ const DROPPED: TimerHandle = TimerHandle {
         Some(key) => key,
         None => unreachable!(),
     },
-    shard: u32::MAX,
+    shard: u16::MAX,
+    class: 0,
 };

@@ -40,7 +40,7 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::executor::{Executor, Task};
-use super::job::{Cadence, DelayRun, Factory, Job, Make, MissedTicks, Repeat, Window};
+use super::job::{Cadence, DelayRun, Factory, Job, Make, MissedTicks, Repeat};
 use super::shard::Shared;
 use super::sync::Arc;
 use super::{ScheduleError, ScheduleErrorKind, Timer, TimerHandle};
@@ -172,7 +172,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         }));
         self.owner
             .shared
-            .insert(file_at, self.slack, job)
+            .insert(file_at, self.class, job)
             .map_err(|err| err.map(Job::into_factory))
     }
 }
@@ -289,7 +289,7 @@ impl<E: Executor<Task>> Timer<Task, E> {
             },
         }));
         shared
-            .insert(first, self.slack, job)
+            .insert(first, self.class, job)
             .map_err(|err| err.map(Job::into_factory))
     }
 }
@@ -314,24 +314,21 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     fn rearm_after_run(&self, handle: TimerHandle, delay: Duration) {
         // Read the clock before locking: `Clock` is user code.
         let after_delay = self.time.deadline_after(delay);
-        let Some((_, mut wheel)) = self.lock(handle) else {
+        let Some((_, mut wheels)) = self.lock(handle) else {
             return;
         };
-        let now = wheel.now();
-        let Some(timer) = wheel.get_mut(handle.key) else {
+        let Some(wheel) = wheels.get_mut(handle.class) else {
             return;
         };
-        let next = match &mut timer.job {
-            Job::Repeat(repeat) => repeat.cadence.finish_run(after_delay),
-            Job::Once(_) => None,
+        let next = match wheel.get_mut(handle.key) {
+            Some(Job::Repeat(repeat)) => repeat.cadence.finish_run(after_delay),
+            _ => None,
         };
         let Some(next) = next else {
             return;
         };
-        let (filed, window) = Window::file(next, timer.window.slack(), now);
-        timer.window = window;
-        wheel.reset(handle.key, filed);
-        drop(wheel);
-        self.wake_if_earlier(filed);
+        wheel.reset(handle.key, next);
+        drop(wheels);
+        self.wake_if_earlier(next, handle.class);
     }
 }

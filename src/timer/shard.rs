@@ -5,8 +5,9 @@
 //! # Ground rules
 //!
 //! **Shards.** The timers live in `S` shards (a power of two, 4 per core by
-//! default). A shard is a `Mutex` around one `Wheel`, and every access to a
-//! wheel is under its shard's lock. Each thread schedules into a *home*
+//! default). A shard is a `Mutex` around its `Wheel`s, one per slack class
+//! in use (`slack.rs`), and every access to a wheel is under its shard's
+//! lock. Each thread schedules into a *home*
 //! shard of its own (assigned round-robin at its first schedule), so
 //! threads do not contend; a [`TimerHandle`] records its shard, and cancel
 //! and reset lock that one. There is no global lock.
@@ -38,14 +39,15 @@ use core::panic::AssertUnwindSafe;
 use std::panic::catch_unwind;
 
 use super::executor::{Executor, Undelivered, UndeliveredHook, Why};
-use super::job::{Filed, Job, Unfired, Window};
+use super::job::{Job, Unfired};
+use super::slack::Classes;
 use super::stats::Counters;
 use super::sync::{
     AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Mutex, MutexGuard, Ordering, Thread,
 };
 use super::time::TimeSource;
 use super::{Expired, ScheduleError, ScheduleErrorKind, TimerHandle};
-use crate::{Tick, Wheel};
+use crate::{Geometry, Tick, Wheel};
 
 /// `Shared::state`: accepting schedules.
 pub(super) const RUNNING: u8 = 0;
@@ -54,24 +56,77 @@ pub(super) const FINISHING: u8 = 1;
 /// The driver exits at its next check.
 pub(super) const STOPPING: u8 = 2;
 
-/// A shard's wheel.
-pub(super) type Shard<T> = Wheel<Filed<T>>;
+/// One slack class's wheel in a shard.
+pub(super) type Shard<T> = Wheel<Job<T>>;
+
+/// A shard's wheels, one per slack class used in it (`slack.rs`).
+pub(super) struct Wheels<T> {
+    by_class: Vec<Option<Shard<T>>>,
+    geometry: Geometry,
+}
+
+impl<T> Wheels<T> {
+    pub(super) fn new(geometry: Geometry) -> Self {
+        Wheels {
+            by_class: Vec::new(),
+            geometry,
+        }
+    }
+
+    /// The wheel of `class`, if a timer of it was ever filed here.
+    #[inline]
+    pub(super) fn get(&self, class: u16) -> Option<&Shard<T>> {
+        self.by_class.get(usize::from(class))?.as_ref()
+    }
+
+    #[inline]
+    pub(super) fn get_mut(&mut self, class: u16) -> Option<&mut Shard<T>> {
+        self.by_class.get_mut(usize::from(class))?.as_mut()
+    }
+
+    /// The wheel of `class`, made on its first timer.
+    #[inline]
+    pub(super) fn get_or_make(&mut self, class: u16) -> &mut Shard<T> {
+        let class = usize::from(class);
+        if self.by_class.len() <= class {
+            self.by_class.resize_with(class + 1, || None);
+        }
+        let geometry = self.geometry;
+        self.by_class[class].get_or_insert_with(|| Wheel::with_geometry(geometry))
+    }
+
+    /// Timers pending in every class.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.by_class.iter().flatten().map(Wheel::len).sum()
+    }
+
+    /// Every class's wheel.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Shard<T>> {
+        self.by_class.iter().flatten()
+    }
+
+    /// Every class's wheel, to drain.
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Shard<T>> {
+        self.by_class.iter_mut().flatten()
+    }
+}
 
 /// A shard and its counters (written under its lock, read without it).
 /// Aligned to its own cache lines so that threads working on neighbouring
 /// shards do not share a line.
 #[repr(align(128))]
 pub(super) struct ShardCell<T> {
-    pub(super) lock: Mutex<Shard<T>>,
+    pub(super) lock: Mutex<Wheels<T>>,
     pub(super) pending: AtomicUsize,
     pub(super) scheduled: AtomicU64,
     pub(super) cancelled: AtomicU64,
 }
 
 impl<T> ShardCell<T> {
-    pub(super) fn new(wheel: Shard<T>) -> Self {
+    pub(super) fn new(wheels: Wheels<T>) -> Self {
         ShardCell {
-            lock: Mutex::new(wheel),
+            lock: Mutex::new(wheels),
             pending: AtomicUsize::new(0),
             scheduled: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
@@ -80,8 +135,8 @@ impl<T> ShardCell<T> {
 
     /// Publishes the wheel's length; call under the lock after a change.
     #[inline]
-    pub(super) fn publish_len(&self, wheel: &Shard<T>) {
-        self.pending.store(wheel.len(), Ordering::Relaxed);
+    pub(super) fn publish_len(&self, wheels: &Wheels<T>) {
+        self.pending.store(wheels.len(), Ordering::Relaxed);
     }
 
     /// Adds one to a counter only this shard's lock holder writes: a plain
@@ -104,6 +159,8 @@ pub(super) struct Shared<T, E> {
     /// The driver thread, for unparking; set by the driver as it starts.
     pub(super) driver: Mutex<Option<Thread>>,
     pub(super) time: TimeSource,
+    /// The slack classes (`slack.rs`).
+    pub(super) classes: Classes,
     pub(super) executor: E,
     pub(super) max_pending: Option<usize>,
     /// Pending timers counted against `max_pending` (only when it is set).
@@ -119,17 +176,17 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     pub(super) fn lock(
         &self,
         handle: TimerHandle,
-    ) -> Option<(&ShardCell<T>, MutexGuard<'_, Shard<T>>)> {
-        let cell = self.shards.get(handle.shard as usize)?;
+    ) -> Option<(&ShardCell<T>, MutexGuard<'_, Wheels<T>>)> {
+        let cell = self.shards.get(usize::from(handle.shard))?;
         Some((cell, cell.lock.lock()))
     }
 
-    /// Files `job`, due at `deadline` with `slack` ticks, in this
+    /// Files `job`, due at `deadline`, in slack class `class` of this
     /// thread's home shard.
     pub(super) fn insert(
         &self,
         deadline: Tick,
-        slack: u32,
+        class: u16,
         job: Job<T>,
     ) -> Result<TimerHandle, ScheduleError<Job<T>>> {
         if let Some(max) = self.max_pending {
@@ -140,43 +197,50 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         }
         let index = home_shard(self.shards.len());
         let cell = &self.shards[index];
-        let (key, filed) = {
-            let mut wheel = cell.lock.lock();
+        let key = {
+            let mut wheels = cell.lock.lock();
             if self.state.load(Ordering::SeqCst) != RUNNING {
-                drop(wheel);
+                drop(wheels);
                 self.release_reservation(1);
                 return Err(ScheduleError::new(ScheduleErrorKind::Shutdown, job));
             }
-            let (filed, window) = Window::file(deadline, slack, wheel.now());
-            match wheel.try_insert(filed, Filed { job, window }) {
+            match wheels.get_or_make(class).try_insert(deadline, job) {
                 Ok(key) => {
                     ShardCell::<T>::bump(&cell.scheduled);
-                    cell.publish_len(&wheel);
-                    (key, filed)
+                    cell.publish_len(&wheels);
+                    key
                 }
                 Err(full) => {
-                    drop(wheel);
+                    drop(wheels);
                     self.release_reservation(1);
                     return Err(ScheduleError::new(
                         ScheduleErrorKind::Full,
-                        full.into_inner().job,
+                        full.into_inner(),
                     ));
                 }
             }
         };
-        self.wake_if_earlier(filed);
+        self.wake_if_earlier(deadline, class);
         Ok(TimerHandle {
             key,
-            shard: index as u32,
+            shard: index as u16,
+            class,
         })
     }
 
-    /// After filing a timer at `deadline` (and unlocking): make sure the
-    /// driver wakes by then. Why this is enough is in `driver.rs`; the
-    /// plain load keeps the common case (a later deadline) free of writes
-    /// to the shared line.
+    /// After filing a timer of slack class `class` at `deadline` (and
+    /// unlocking): make sure the driver wakes before its window closes.
+    /// Why this is enough is in `driver.rs`; the plain load keeps the
+    /// common case (a later wake) free of writes to the shared line.
     #[inline]
-    pub(super) fn wake_if_earlier(&self, deadline: Tick) {
+    pub(super) fn wake_if_earlier(&self, deadline: Tick, class: u16) {
+        let wake = deadline.saturating_add(self.classes.get(class).wake_after);
+        self.wake_by(wake);
+    }
+
+    /// Makes sure the driver wakes by tick `deadline`.
+    #[inline]
+    fn wake_by(&self, deadline: Tick) {
         if deadline < self.next_wake.load(Ordering::SeqCst)
             && deadline < self.next_wake.fetch_min(deadline, Ordering::SeqCst)
             && !self.scanning.load(Ordering::SeqCst)
@@ -216,18 +280,20 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     pub(super) fn drain_all(&self) -> Vec<Unfired<T>> {
         let mut jobs = Vec::new();
         for cell in self.shards.iter() {
-            let mut wheel = cell.lock.lock();
-            jobs.extend(wheel.drain());
-            cell.publish_len(&wheel);
+            let mut wheels = cell.lock.lock();
+            for wheel in wheels.iter_mut() {
+                jobs.extend(wheel.drain());
+            }
+            cell.publish_len(&wheels);
         }
         self.release_reservation(jobs.len());
         jobs.into_iter()
-            .filter_map(|(filed, timer)| self.unfired(timer.window.deadline(filed), timer.job))
+            .filter_map(|(deadline, job)| self.unfired(deadline, job))
             .collect()
     }
 
     /// A job out of its wheel as `Unfired`, making a repeating job's value
-    /// (outside every lock). `deadline` is the one asked for.
+    /// (outside every lock).
     pub(super) fn unfired(&self, deadline: Tick, job: Job<T>) -> Option<Unfired<T>> {
         let (deadline, every, value) = match job {
             Job::Once(value) => (deadline, None, value),

@@ -105,10 +105,10 @@ impl TimeSource {
     }
 
     /// Whole ticks in `slack`, rounded down (a window never ends after
-    /// `deadline + slack`), saturating at `u32::MAX`.
-    pub(super) fn slack_ticks(&self, slack: Duration) -> u32 {
+    /// `deadline + slack`), saturating.
+    pub(super) fn slack_ticks(&self, slack: Duration) -> u64 {
         let ticks = slack.as_nanos() / u128::from(self.tick_nanos);
-        u32::try_from(ticks).unwrap_or(u32::MAX)
+        u64::try_from(ticks).unwrap_or(u64::MAX)
     }
 
     /// The length of `ticks` ticks (saturating).
@@ -206,7 +206,7 @@ mod tests {
         assert_eq!(time.slack_ticks(MS - US), 0);
         assert_eq!(time.slack_ticks(3 * MS + 999 * US), 3);
         let (_, time, _) = source(US);
-        assert_eq!(time.slack_ticks(Duration::MAX), u32::MAX);
+        assert_eq!(time.slack_ticks(Duration::MAX), u64::MAX);
     }
 
     #[test]
