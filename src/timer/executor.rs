@@ -26,11 +26,14 @@ pub type Task = Box<dyn FnOnce() + Send + 'static>;
 ///
 /// - **Which thread.** [`execute`](Executor::execute) is called only by the
 ///   timer's driver thread, one fired timer at a time, and never while the
-///   timer holds an internal lock. Timers come in the order they fire:
-///   by the tick each was filed at, first in first out within a tick. With
-///   zero slack that is deadline order; with slack a timer may be filed
-///   later inside its window, and come after one with a later deadline
-///   and less slack (see [`Timer::with_slack`](super::Timer::with_slack)). It
+///   timer holds an internal lock. Timers come in the order they fire.
+///   Each wake-up of the driver fires what is due shard by shard, and in a
+///   shard the timers of least slack first, each slack in deadline order
+///   (first in first out on ties). So timers due at different wake-ups
+///   come in the order of those wake-ups, which with slack is not always
+///   deadline order: a timer may wait inside its window while one with a
+///   later deadline and less slack fires (see
+///   [`Timer::with_slack`](super::Timer::with_slack)). It
 ///   may call back into the timer (schedule, cancel, reset, even shut down).
 /// - **Blocking.** Every moment `execute` spends delays every other timer.
 ///   It should hand the work off and return; run work inline only when it is
