@@ -249,3 +249,34 @@ fn fixed_delay_gaps_stay_inside_delay_plus_slack() {
         assert!(gap >= delay && gap <= delay + 2 * MS, "gap {gap:?}");
     }
 }
+
+/// A precise timer that comes due while the driver hands over a long batch
+/// of loose timers waits for one batch of them (32), not for all: here each
+/// loose task takes 10 µs of clock time, and 500 of them are due at once.
+#[test]
+fn a_precise_timer_does_not_wait_behind_a_long_loose_batch() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(Inline)
+        .build()
+        .unwrap();
+    let start = clock.now();
+    let loose = timer.with_slack(10 * MS);
+    for _ in 0..500 {
+        let clock = clock.clone();
+        loose.run_after(MS, move || clock.advance(10 * US)).unwrap();
+    }
+    // The loose timers' wake-up: their window end, less the 20 µs lead.
+    let loose_wake = start + 11 * MS - 20 * US;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let now = clock.clone();
+    timer
+        .with_slack(Duration::ZERO)
+        .run_at(loose_wake + 50 * US, move || tx.send(now.now()).unwrap())
+        .unwrap();
+    drive(&clock, &timer, None);
+    let late = rx.try_recv().unwrap() - (loose_wake + 50 * US);
+    assert!(late <= 33 * 10 * US, "the precise timer was {late:?} late");
+    assert_eq!(timer.stats().fired, 501);
+}
