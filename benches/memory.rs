@@ -1,5 +1,5 @@
 //! Heap bytes per pending timer, at 10^6 timers, for `Wheel<u64>` and its
-//! peers.
+//! peers, and for the std layer's `Timer` (its last row).
 //!
 //! A counting `#[global_allocator]` records the bytes live on the heap. For
 //! each structure: note the count, insert 10^6 `u64` timers one by one into
@@ -203,6 +203,17 @@ fn main() {
         }));
     }
     rows.push(count("hhwt", || fill(&delays, HhwtPeer::new, |_| {})));
+    // The std layer: a delay queue's timers (a `Timer` with its driver
+    // thread), all scheduled from this thread, so into one shard, an hour
+    // and more ahead so that none fires while counted.
+    rows.push(count("tickwheel `Timer` (`delay_queue::<u64>()`)", || {
+        let (timer, ready) = tickwheel::timer::delay_queue::<u64>().expect("build a timer");
+        for (value, &delay) in delays.iter().enumerate() {
+            let after = Duration::from_secs(3_600) + Duration::from_millis(delay);
+            timer.schedule(after, value as u64).expect("schedule");
+        }
+        (timer, ready)
+    }));
 
     let payload = core::mem::size_of::<u64>();
     println!("heap bytes per pending timer, {n} timers of `u64` (size_of::<u64>() = {payload})");
