@@ -7,12 +7,13 @@
 //!
 //! | file | owns |
 //! |------|------|
-//! | `api.rs` | [`Timer`]: schedule, cancel, reset, handle queries, stats, shutdown |
+//! | `api.rs` | [`Timer`]: schedule, cancel, reset, shutdown |
+//! | `inspect.rs` | queries on a handle, pending count, stats, `sync` |
 //! | `builder.rs` | [`Builder`]: settings, checks, start-up |
 //! | `periodic.rs` | fixed-rate and fixed-delay scheduling, and the fixed-delay run protocol |
 //! | `job.rs` | what a wheel entry holds; a repeating timer's cadence (state table) |
 //! | `shard.rs` | the shared state: shards, lifecycle (state table), ground rules of locking |
-//! | `slack.rs` | slack classes, and when the driver wakes for them |
+//! | `slack.rs` | `Timer::with_slack`, slack classes, and when the driver wakes for them |
 //! | `driver.rs` | the driver loop and the wake-up protocol |
 //! | `owner.rs` | stopping: the last handle stops the driver |
 //! | `time.rs` | `Instant` ↔ tick conversion, and its rounding rules |
@@ -37,6 +38,7 @@ mod driver;
 mod error;
 mod executor;
 mod export;
+mod inspect;
 mod job;
 #[cfg(all(test, any(loom, feature = "test-util")))]
 mod models;

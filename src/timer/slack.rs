@@ -1,5 +1,5 @@
-//! Per-timer slack in the `Timer`: slack classes, and when the driver
-//! must wake for them.
+//! Per-timer slack in the `Timer`: [`Timer::with_slack`], slack classes,
+//! and when the driver must wake for them.
 //!
 //! # The rule
 //!
@@ -38,7 +38,11 @@
 //! class with the largest slack below it: a narrower window, never a wider
 //! one.
 
-use super::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
+use core::time::Duration;
+
+use super::executor::Executor;
+use super::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
+use super::Timer;
 
 /// Most slack classes one timer keeps.
 pub(super) const MAX_CLASSES: usize = 16;
@@ -134,6 +138,76 @@ impl Classes {
         }
         classes[..len].sort_unstable_by_key(|class| class.slack);
         (classes, len)
+    }
+}
+
+impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
+    /// A handle to the same timer whose schedules (one-shot and repeating)
+    /// carry `slack`: each may fire anywhere in `[deadline, deadline +
+    /// slack]`, never before. Make one per kind of timer and keep it:
+    /// `Duration::ZERO` for timers that must fire as close to their
+    /// deadline as the platform allows, a few milliseconds for timeouts
+    /// that only need to fire eventually.
+    ///
+    /// The driver wakes as few times as it can while firing every timer
+    /// inside its window: it wakes just before the earliest window closes
+    /// and fires every timer whose deadline has passed, whatever its slack
+    /// (the rule, and why, are in the module `slack.rs`). A timer with
+    /// less slack costs its own wake-up and no one else's. A timer keeps
+    /// its slack across [`reset`](Self::reset)s; the slack of a fixed-rate
+    /// timer's run never moves the next run, which stays on its grid.
+    ///
+    /// Slack is counted in whole ticks, rounded down. Timers with the same
+    /// slack form a class; a timer keeps at most 16 classes, and past that
+    /// a new slack shares the class of the largest slack below it (a
+    /// narrower window, never a wider one). Clones of the returned handle
+    /// keep its slack. Every handle reaches the same timers: cancel, reset
+    /// and stop through any of them. [`Stats::in_window`] and
+    /// [`Stats::overshoot`] report how runs kept to their windows.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::Timer;
+    ///
+    /// let timer = Timer::new()?; // slack: tickwheel::timer::DEFAULT_SLACK
+    /// let precise = timer.with_slack(Duration::ZERO);
+    /// let relaxed = timer.with_slack(Duration::from_millis(50));
+    /// assert_eq!(precise.slack(), Duration::ZERO);
+    ///
+    /// precise.run_after(Duration::from_micros(250), || println!("on the dot"))?;
+    /// let idle = relaxed.run_after(Duration::from_secs(30), || println!("idle: close"))?;
+    /// timer.reset(idle, Duration::from_secs(30)); // still 50 ms of slack
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    ///
+    /// [`Stats::in_window`]: super::Stats::in_window
+    /// [`Stats::overshoot`]: super::Stats::overshoot
+    #[must_use]
+    pub fn with_slack(&self, slack: Duration) -> Self {
+        let shared = &self.owner.shared;
+        Timer {
+            owner: Arc::clone(&self.owner),
+            class: shared.classes.class_of(shared.time.slack_ticks(slack)),
+        }
+    }
+
+    /// The slack of timers scheduled through this handle: the builder's
+    /// [`slack`](super::Builder::slack), or the one given to
+    /// [`with_slack`](Self::with_slack), in whole ticks.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let timer = tickwheel::Timer::builder().slack(Duration::from_micros(100)).build()?;
+    /// assert_eq!(timer.slack(), Duration::from_micros(100));
+    /// assert_eq!(timer.with_slack(Duration::ZERO).slack(), Duration::ZERO);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn slack(&self) -> Duration {
+        let shared = &self.owner.shared;
+        shared
+            .time
+            .duration_of(shared.classes.get(self.class).slack)
     }
 }
 
