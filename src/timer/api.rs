@@ -13,7 +13,7 @@ use super::executor::{Executor, Task};
 use super::job::{Job, Unfired};
 use super::owner::Owner;
 use super::pool::ThreadPool;
-use super::shard::{ShardCell, FINISHING, RUNNING, STOPPING};
+use super::shard::{FINISHING, RUNNING, STOPPING};
 use super::sync::{Arc, Ordering};
 use super::{ScheduleError, TimerHandle};
 use crate::Tick;
@@ -129,18 +129,16 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn cancel(&self, handle: TimerHandle) -> Option<T> {
-        let shared = &self.owner.shared;
-        let job = {
-            let (cell, mut wheels) = shared.lock(handle)?;
-            let job = wheels.get_mut(handle.class)?.cancel(handle.key)?;
-            ShardCell::<T>::bump(&cell.cancelled);
-            cell.publish_len(&wheels);
-            job
-        };
-        shared.release_reservation(1);
-        match job {
+        match self.owner.shared.cancel_job(handle)? {
             Job::Once(value) => Some(value),
             Job::Repeat(repeat) => Some((repeat.make)(None)),
+            // Not reachable through a sleep's own handle, which it keeps;
+            // complete the sleep rather than leave it waiting.
+            #[cfg(feature = "async")]
+            Job::Wake(wake, _) => {
+                wake.fire_now();
+                None
+            }
         }
     }
 
@@ -180,25 +178,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     }
 
     fn reset_to(&self, handle: TimerHandle, deadline: Tick) -> bool {
-        let shared = &self.owner.shared;
-        let Some((_, mut wheels)) = shared.lock(handle) else {
-            return false;
-        };
-        // The timer stays in its class: it keeps its slack.
-        let Some(wheel) = wheels.get_mut(handle.class) else {
-            return false;
-        };
-        let moved_to = match wheel.get_mut(handle.key) {
-            None => return false,
-            Some(Job::Repeat(repeat)) => repeat.cadence.reset(deadline),
-            Some(Job::Once(_)) => Some(deadline),
-        };
-        if let Some(deadline) = moved_to {
-            wheel.reset(handle.key, deadline);
-            drop(wheels);
-            shared.wake_if_earlier(deadline, handle.class);
-        }
-        true
+        self.owner.shared.reset_to(handle, deadline)
     }
 
     /// Stops the driver and returns every timer that has not fired, as

@@ -74,6 +74,9 @@ struct Fire<T> {
 enum Work<T> {
     Value(T),
     Make(Make<T>),
+    /// A sleep to complete (`sleep.rs`), at this generation.
+    #[cfg(feature = "async")]
+    Wake(alloc::sync::Arc<super::wake::Wake>, u64),
 }
 
 pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
@@ -225,6 +228,11 @@ fn collect<T>(
                 Some(Job::Once(value)) => Work::Value(value),
                 _ => unreachable!("the peeked one-shot is gone"),
             },
+            #[cfg(feature = "async")]
+            Some(Job::Wake(..)) => match wheel.cancel(key) {
+                Some(Job::Wake(wake, generation)) => Work::Wake(wake, generation),
+                _ => unreachable!("the peeked sleep is gone"),
+            },
             None => unreachable!("a peeked key is stale"),
         };
         batch.push(Fire {
@@ -234,6 +242,21 @@ fn collect<T>(
             work,
         });
     }
+}
+
+/// Counts a run fired with its lateness; returns its deadline.
+fn record_fire<T: Send + 'static, E: Executor<T>>(
+    shared: &Shared<T, E>,
+    deadline: Tick,
+    slack: Tick,
+) -> std::time::Instant {
+    let deadline = shared.time.instant_of(deadline);
+    let late = shared.time.now().saturating_duration_since(deadline);
+    shared
+        .counters
+        .lateness(late, shared.time.duration_of(slack));
+    shared.counters.fired.fetch_add(1, Ordering::Relaxed);
+    deadline
 }
 
 /// Hands a batch to the executor, outside every lock.
@@ -255,13 +278,18 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
                     continue;
                 }
             },
+            #[cfg(feature = "async")]
+            Work::Wake(wake, generation) => {
+                record_fire(shared, fire.deadline, fire.slack);
+                // Wakes the task: runtime code, outside every lock; a
+                // panicking waker is the runtime's bug, counted like ours.
+                if catch_unwind(AssertUnwindSafe(|| wake.fire(generation))).is_err() {
+                    shared.counters.panicked.fetch_add(1, Ordering::Relaxed);
+                }
+                continue;
+            }
         };
-        let deadline = shared.time.instant_of(fire.deadline);
-        let late = shared.time.now().saturating_duration_since(deadline);
-        shared
-            .counters
-            .lateness(late, shared.time.duration_of(fire.slack));
-        shared.counters.fired.fetch_add(1, Ordering::Relaxed);
+        let deadline = record_fire(shared, fire.deadline, fire.slack);
         let fired = Expired {
             key: fire.handle,
             deadline,

@@ -34,6 +34,9 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
                         every: None,
                         value: value.clone(),
                     }),
+                    // A sleep is its caller's future, not a job to keep.
+                    #[cfg(feature = "async")]
+                    Job::Wake(..) => {}
                     Job::Repeat(repeat) => repeating.push((
                         deadline,
                         Job::Repeat(alloc::boxed::Box::new(super::job::Repeat {

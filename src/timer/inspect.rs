@@ -34,7 +34,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
             let tick = wheel.deadline(handle.key)?;
             match wheel.get(handle.key)? {
                 Job::Repeat(repeat) => repeat.cadence.next_run(tick),
-                Job::Once(_) => tick,
+                _ => tick,
             }
         };
         Some(shared.time.instant_of(tick))

@@ -73,6 +73,10 @@ pub type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
 pub(super) enum Job<T> {
     Once(T),
     Repeat(Box<Repeat<T>>),
+    /// A sleep's timer: wakes the sleep's task, at this generation
+    /// (`sleep.rs`), instead of handing a value to the executor.
+    #[cfg(feature = "async")]
+    Wake(StdArc<super::wake::Wake>, u64),
 }
 
 /// Makes a run's value. Given the timer's handle when the run fires (a
@@ -257,7 +261,7 @@ impl<T> Job<T> {
     pub(super) fn into_once(self) -> T {
         match self {
             Job::Once(value) => value,
-            Job::Repeat(_) => unreachable!("a one-shot schedule made a repeating job"),
+            _ => unreachable!("a one-shot schedule made another job"),
         }
     }
 
@@ -270,7 +274,7 @@ impl<T> Job<T> {
                 let make = repeat.make;
                 Box::new(move || make(None))
             }
-            Job::Once(_) => unreachable!("a repeating schedule made a one-shot job"),
+            _ => unreachable!("a repeating schedule made another job"),
         }
     }
 }

@@ -20,6 +20,7 @@
 //! | `clock.rs` | [`Clock`] and the clocks that come with the crate |
 //! | `executor.rs`, `pool.rs` | [`Executor`], the provided executors, [`Undelivered`] values |
 //! | `stats.rs`, `error.rs` | [`Stats`], errors |
+//! | `sleep.rs`, `wake.rs` | feature `async`: `Sleep`, `Timeout`, and the wake protocol between the driver and a task |
 //! | `export.rs` | what the persistence layer reads out: unfired timers, the clock |
 //! | `sync.rs` | the one facade over std and loom primitives |
 //!
@@ -47,9 +48,13 @@ mod periodic;
 mod pool;
 mod shard;
 mod slack;
+#[cfg(all(feature = "async", not(all(loom, test))))]
+mod sleep;
 pub(crate) mod stats;
 mod sync;
 mod time;
+#[cfg(feature = "async")]
+mod wake;
 
 use std::time::Instant;
 
@@ -65,6 +70,8 @@ pub use executor::{Executor, Inline, Rejected, Task, Undelivered, Why};
 pub(crate) use job::Unfired;
 pub use job::{Factory, MissedTicks};
 pub use pool::ThreadPool;
+#[cfg(all(feature = "async", not(all(loom, test))))]
+pub use sleep::{Elapsed, Sleep, Timeout};
 pub use stats::{Lateness, Stats};
 
 /// The receiving end of a delay queue made by [`Timer::with_channel`]

@@ -3,7 +3,11 @@
 //! driver going to sleep (`driver.rs`), shutdown against schedule
 //! (`shard.rs`, `owner.rs`), and the fixed-delay run protocol
 //! (`periodic.rs`): a first run against its own schedule, and a cancel
-//! against a run in flight on the thread pool.
+//! against a run in flight on the thread pool. With feature `async`, a
+//! sleep's wake protocol (`sleep.rs`): a fire against a re-poll with a new
+//! waker, and a reset against its old timer firing. A fire against a
+//! dropped sleep is the cancel against fire above (a drop cancels through
+//! the shard lock).
 //!
 //! Each body runs under loom's model checker with
 //! `RUSTFLAGS="--cfg loom" cargo test --lib timer::models`, which
@@ -278,5 +282,76 @@ fn cancel_against_a_fixed_delay_run_in_flight() {
         assert!(unfired.is_empty(), "the cancelled timer came back");
         assert!(runs.load(Ordering::SeqCst) <= 1);
         assert!(!timer.is_pending(handle));
+    });
+}
+
+/// A waker that counts its wake-ups, on the model's atomics.
+#[cfg(feature = "async")]
+struct CountingWaker(AtomicUsize);
+
+#[cfg(feature = "async")]
+impl alloc::task::Wake for CountingWaker {
+    fn wake(self: alloc::sync::Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(feature = "async")]
+fn counting_waker() -> (alloc::sync::Arc<CountingWaker>, core::task::Waker) {
+    let count = alloc::sync::Arc::new(CountingWaker(AtomicUsize::new(0)));
+    (
+        alloc::sync::Arc::clone(&count),
+        core::task::Waker::from(count),
+    )
+}
+
+/// The wake protocol of a sleep (`sleep.rs`): the driver firing races a
+/// task that polls again with a new waker. Either that poll sees the
+/// sleep fired or the new waker is woken; never neither (a lost wake-up).
+#[cfg(feature = "async")]
+#[test]
+fn sleep_fire_against_a_repoll_with_a_new_waker() {
+    use super::wake::Wake;
+    model(|| {
+        let wake = alloc::sync::Arc::new(Wake::default());
+        let generation = wake.next_generation();
+        let (_, old_waker) = counting_waker();
+        assert!(!wake.register(&old_waker));
+        let driver = {
+            let wake = alloc::sync::Arc::clone(&wake);
+            thread::spawn(move || wake.fire(generation))
+        };
+        let (new, new_waker) = counting_waker();
+        let seen = wake.register(&new_waker);
+        driver.join().expect("driver");
+        assert!(
+            seen || new.0.load(Ordering::SeqCst) == 1,
+            "the fire was neither seen nor woke the new waker"
+        );
+    });
+}
+
+/// A reset races the fire of the sleep's old timer (already taken out of
+/// its wheel): the old fire must not complete the sleep at its new
+/// generation, whatever the interleaving, or it would complete early.
+#[cfg(feature = "async")]
+#[test]
+fn sleep_reset_against_the_old_timer_firing() {
+    use super::wake::Wake;
+    model(|| {
+        let wake = alloc::sync::Arc::new(Wake::default());
+        let old = wake.next_generation();
+        let driver = {
+            let wake = alloc::sync::Arc::clone(&wake);
+            thread::spawn(move || wake.fire(old))
+        };
+        let new = wake.next_generation();
+        driver.join().expect("driver");
+        assert!(
+            !wake.is_fired(new),
+            "an old timer completed the reset sleep"
+        );
+        wake.fire(new);
+        assert!(wake.is_fired(new), "the new generation's own fire was lost");
     });
 }

@@ -195,6 +195,29 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                 return Err(ScheduleError::new(ScheduleErrorKind::Full, job));
             }
         }
+        self.file(deadline, class, job)
+    }
+
+    /// [`insert`](Self::insert) outside `max_pending`: for sleeps, which
+    /// are futures their callers hold (so bounded by them) and have no
+    /// value to hand back.
+    #[cfg(all(feature = "async", not(all(loom, test))))]
+    pub(super) fn insert_unreserved(
+        &self,
+        deadline: Tick,
+        class: u16,
+        job: Job<T>,
+    ) -> Result<TimerHandle, ScheduleError<Job<T>>> {
+        self.file(deadline, class, job)
+    }
+
+    /// Files a job whose reservation (if any) is made.
+    fn file(
+        &self,
+        deadline: Tick,
+        class: u16,
+        job: Job<T>,
+    ) -> Result<TimerHandle, ScheduleError<Job<T>>> {
         let index = home_shard(self.shards.len());
         let cell = &self.shards[index];
         let key = {
@@ -261,6 +284,47 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         }
     }
 
+    /// Takes a pending timer out of its wheel (a cancel), or `None` if the
+    /// handle is stale.
+    pub(super) fn cancel_job(&self, handle: TimerHandle) -> Option<Job<T>> {
+        let job = {
+            let (cell, mut wheels) = self.lock(handle)?;
+            let job = wheels.get_mut(handle.class)?.cancel(handle.key)?;
+            ShardCell::<T>::bump(&cell.cancelled);
+            cell.publish_len(&wheels);
+            job
+        };
+        if counts_against_max_pending(&job) {
+            self.release_reservation(1);
+        }
+        Some(job)
+    }
+
+    /// Moves a pending timer's next run to `deadline` (for a fixed-rate
+    /// timer, its schedule restarts there; for a fixed-delay timer whose
+    /// run is in progress, the run after it moves). `false` if the handle
+    /// is stale.
+    pub(super) fn reset_to(&self, handle: TimerHandle, deadline: Tick) -> bool {
+        let Some((_, mut wheels)) = self.lock(handle) else {
+            return false;
+        };
+        // The timer stays in its class: it keeps its slack.
+        let Some(wheel) = wheels.get_mut(handle.class) else {
+            return false;
+        };
+        let moved_to = match wheel.get_mut(handle.key) {
+            None => return false,
+            Some(Job::Repeat(repeat)) => repeat.cadence.reset(deadline),
+            Some(_) => Some(deadline),
+        };
+        if let Some(deadline) = moved_to {
+            wheel.reset(handle.key, deadline);
+            drop(wheels);
+            self.wake_if_earlier(deadline, handle.class);
+        }
+        true
+    }
+
     /// Hands a value that cannot be delivered to the hook, or drops it and
     /// counts it in `Stats::dropped`.
     pub(super) fn undelivered(&self, fired: Expired<T>, why: Why) {
@@ -286,7 +350,11 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             }
             cell.publish_len(&wheels);
         }
-        self.release_reservation(jobs.len());
+        self.release_reservation(
+            jobs.iter()
+                .filter(|(_, job)| counts_against_max_pending(job))
+                .count(),
+        );
         jobs.into_iter()
             .filter_map(|(deadline, job)| self.unfired(deadline, job))
             .collect()
@@ -296,6 +364,12 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     /// (outside every lock).
     pub(super) fn unfired(&self, deadline: Tick, job: Job<T>) -> Option<Unfired<T>> {
         let (deadline, every, value) = match job {
+            // A sleep whose timer stops completes at once (`sleep.rs`).
+            #[cfg(feature = "async")]
+            Job::Wake(wake, _) => {
+                wake.fire_now();
+                return None;
+            }
             Job::Once(value) => (deadline, None, value),
             Job::Repeat(repeat) => {
                 let deadline = repeat.cadence.next_run(deadline);
@@ -318,6 +392,16 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             every,
             value,
         })
+    }
+}
+
+/// `true` for the jobs `max_pending` counts: all but sleeps.
+#[inline]
+pub(super) fn counts_against_max_pending<T>(job: &Job<T>) -> bool {
+    match job {
+        #[cfg(feature = "async")]
+        Job::Wake(..) => false,
+        _ => true,
     }
 }
 

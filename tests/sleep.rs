@@ -1,0 +1,235 @@
+//! `Timer::sleep`, `sleep_until` and `timeout` (feature `async`): on a
+//! manual clock with hand-made wakers that count their wake-ups, and under
+//! tokio on the real clock.
+
+use alloc::sync::Arc;
+use alloc::task::Wake;
+use core::future::Future;
+use core::pin::Pin;
+use core::sync::atomic::{AtomicUsize, Ordering};
+use core::task::{Context, Poll, Waker};
+use core::time::Duration;
+use std::time::Instant;
+
+use tickwheel::timer::{Clock, Elapsed, ManualClock, Sleep, Task, ThreadPool};
+use tickwheel::Timer;
+
+extern crate alloc;
+
+const MS: Duration = Duration::from_millis(1);
+const US: Duration = Duration::from_micros(1);
+
+/// A waker that counts how often it was woken.
+#[derive(Default)]
+struct Counting(AtomicUsize);
+
+impl Wake for Counting {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counting() -> (Arc<Counting>, Waker) {
+    let count = Arc::new(Counting::default());
+    (Arc::clone(&count), Waker::from(count))
+}
+
+fn poll<F: Future + Unpin>(future: &mut F, waker: &Waker) -> Poll<F::Output> {
+    Pin::new(future).poll(&mut Context::from_waker(waker))
+}
+
+fn manual() -> (ManualClock, Timer<Task, ThreadPool>) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(Duration::ZERO)
+        .build()
+        .unwrap();
+    (clock, timer)
+}
+
+fn advance(clock: &ManualClock, timer: &Timer<Task, ThreadPool>, by: Duration) {
+    clock.advance(by);
+    timer.sync();
+}
+
+#[test]
+fn a_sleep_completes_at_its_deadline_and_wakes_its_task_once() {
+    let (clock, timer) = manual();
+    let mut sleep = timer.sleep(5 * MS);
+    let (count, waker) = counting();
+    assert!(poll(&mut sleep, &waker).is_pending());
+    advance(&clock, &timer, 5 * MS - US);
+    assert_eq!(count.0.load(Ordering::SeqCst), 0, "woken early");
+    assert!(poll(&mut sleep, &waker).is_pending());
+    assert!(!sleep.is_elapsed());
+    advance(&clock, &timer, US);
+    assert_eq!(count.0.load(Ordering::SeqCst), 1);
+    assert!(sleep.is_elapsed());
+    assert!(poll(&mut sleep, &waker).is_ready());
+    assert_eq!(timer.pending(), 0);
+}
+
+/// Polled again with another waker, the sleep wakes the new one only.
+#[test]
+fn a_repoll_with_a_new_waker_moves_the_wake_up() {
+    let (clock, timer) = manual();
+    let mut sleep = timer.sleep(MS);
+    let (first, first_waker) = counting();
+    let (second, second_waker) = counting();
+    assert!(poll(&mut sleep, &first_waker).is_pending());
+    assert!(poll(&mut sleep, &second_waker).is_pending());
+    advance(&clock, &timer, MS);
+    assert_eq!(first.0.load(Ordering::SeqCst), 0);
+    assert_eq!(second.0.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn dropping_a_pending_sleep_cancels_its_timer() {
+    let (clock, timer) = manual();
+    let sleeps: Vec<Sleep> = (1..=1_000).map(|i| timer.sleep(i * MS)).collect();
+    assert_eq!(timer.pending(), 1_000);
+    drop(sleeps);
+    assert_eq!(timer.pending(), 0);
+    advance(&clock, &timer, 2 * 1_000 * MS);
+    assert_eq!(timer.stats().fired, 0);
+}
+
+/// A reset moves a pending sleep, and files a completed one again.
+#[test]
+fn reset_moves_a_pending_sleep_and_rearms_a_completed_one() {
+    let (clock, timer) = manual();
+    let start = clock.now();
+    let mut sleep = timer.sleep(10 * MS);
+    let (count, waker) = counting();
+    assert!(poll(&mut sleep, &waker).is_pending());
+    sleep.reset(start + 20 * MS); // later: stored lazily
+    advance(&clock, &timer, 10 * MS);
+    assert!(
+        poll(&mut sleep, &waker).is_pending(),
+        "fired at its old deadline"
+    );
+    sleep.reset(start + 15 * MS); // earlier: moved at once
+    advance(&clock, &timer, 5 * MS);
+    assert!(poll(&mut sleep, &waker).is_ready());
+    assert_eq!(count.0.load(Ordering::SeqCst), 1);
+
+    sleep.reset(start + 30 * MS); // completed: filed again, same allocation
+    assert!(!sleep.is_elapsed());
+    assert_eq!(sleep.deadline(), start + 30 * MS);
+    assert!(poll(&mut sleep, &waker).is_pending());
+    advance(&clock, &timer, 14 * MS);
+    assert!(poll(&mut sleep, &waker).is_pending());
+    advance(&clock, &timer, MS);
+    assert!(poll(&mut sleep, &waker).is_ready());
+    assert_eq!(count.0.load(Ordering::SeqCst), 2);
+}
+
+/// Documented choice: a sleep on a timer that stops completes at once, and
+/// so a timeout on it reports `Elapsed`; nothing hangs.
+#[test]
+fn sleeps_complete_at_once_when_their_timer_stops() {
+    let (_clock, timer) = manual();
+    let mut pending = timer.sleep(Duration::from_secs(60));
+    let mut bounded = timer.timeout(Duration::from_secs(60), core::future::pending::<()>());
+    let (count, waker) = counting();
+    assert!(poll(&mut pending, &waker).is_pending());
+    assert!(poll(&mut bounded, &waker).is_pending());
+    assert!(
+        timer.shutdown().is_empty(),
+        "sleeps are not jobs to hand back"
+    );
+    assert_eq!(count.0.load(Ordering::SeqCst), 2, "both tasks woken");
+    assert!(poll(&mut pending, &waker).is_ready());
+    assert_eq!(poll(&mut bounded, &waker), Poll::Ready(Err(Elapsed)));
+    let mut late = timer.sleep(Duration::from_secs(60));
+    assert!(late.is_elapsed());
+    assert!(poll(&mut late, &waker).is_ready());
+}
+
+#[test]
+fn timeout_gives_the_output_or_elapsed() {
+    let (clock, timer) = manual();
+    let (_, waker) = counting();
+    let mut quick = timer.timeout(5 * MS, core::future::ready(7));
+    assert_eq!(poll(&mut quick, &waker), Poll::Ready(Ok(7)));
+    let mut slow = timer.timeout(5 * MS, core::future::pending::<u8>());
+    assert!(poll(&mut slow, &waker).is_pending());
+    advance(&clock, &timer, 5 * MS);
+    assert_eq!(poll(&mut slow, &waker), Poll::Ready(Err(Elapsed)));
+    // An idle timeout pushed back through its sleep.
+    let start = clock.now();
+    let mut idle = timer.timeout(5 * MS, core::future::pending::<u8>());
+    assert!(poll(&mut idle, &waker).is_pending());
+    idle.sleep_mut().reset(start + 10 * MS);
+    advance(&clock, &timer, 5 * MS);
+    assert!(poll(&mut idle, &waker).is_pending());
+    advance(&clock, &timer, 5 * MS);
+    assert_eq!(poll(&mut idle, &waker), Poll::Ready(Err(Elapsed)));
+}
+
+/// 10^5 concurrent sleeps over 2 s of manual time, each with its own
+/// waker: every one woken exactly once, at or after its deadline, and
+/// ready when polled then.
+#[test]
+fn a_hundred_thousand_concurrent_sleeps() {
+    let (clock, timer) = manual();
+    let start = clock.now();
+    let mut state = 0x51EE_B00Fu64;
+    let mut sleeps: Vec<(Sleep, Arc<Counting>, Waker)> = (0..100_000)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let at = start + US * ((state >> 33) % 2_000_000) as u32;
+            let (count, waker) = counting();
+            (timer.sleep_until(at), count, waker)
+        })
+        .collect();
+    for (sleep, _, waker) in &mut sleeps {
+        assert!(poll(sleep, waker).is_pending() || sleep.deadline() <= start);
+    }
+    for _ in 0..40 {
+        advance(&clock, &timer, 50 * MS);
+        let now = clock.now();
+        for (sleep, count, waker) in &mut sleeps {
+            let woken = count.0.load(Ordering::SeqCst);
+            assert!(woken <= 1, "woken {woken} times");
+            if woken == 1 {
+                assert!(sleep.deadline() <= now, "woken before its deadline");
+            }
+            if sleep.deadline() <= now {
+                assert!(poll(sleep, waker).is_ready(), "due but not ready");
+            }
+        }
+    }
+    assert!(sleeps
+        .iter()
+        .all(|(_, count, _)| count.0.load(Ordering::SeqCst) <= 1));
+    assert_eq!(timer.pending(), 0);
+}
+
+/// Under tokio, on the real clock: a sleep, a timeout that elapses and one
+/// that does not.
+#[test]
+fn works_under_tokio() {
+    let timer = Timer::new().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let started = Instant::now();
+        timer.with_slack(Duration::ZERO).sleep(2 * MS).await;
+        assert!(started.elapsed() >= 2 * MS);
+        let never = core::future::pending::<()>();
+        assert_eq!(timer.timeout(MS, never).await, Err(Elapsed));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let sender = timer.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(MS);
+            tx.send(5).unwrap();
+            drop(sender);
+        });
+        assert_eq!(timer.timeout(Duration::from_secs(10), rx).await, Ok(Ok(5)));
+    });
+}
