@@ -50,6 +50,8 @@
 //! - `std` (default): `Timer`, its driver thread, executors and clocks. The
 //!   core does not need it; build with `default-features = false` for
 //!   `no_std` targets (an allocator is required).
+//! - `async`: `Timer::sleep`, `sleep_until` and `timeout`, futures for any
+//!   executor, woken by the timer's driver. No runtime crate.
 //! - `test-util`: `ManualClock` and `Timer::sync`, for deterministic tests of
 //!   code that uses a `Timer`.
 //! - `serde`: `Serialize` and `Deserialize` for the `persist` snapshot types
