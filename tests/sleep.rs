@@ -233,3 +233,41 @@ fn works_under_tokio() {
         assert_eq!(timer.timeout(Duration::from_secs(10), rx).await, Ok(Ok(5)));
     });
 }
+
+/// An interval keeps its grid, and after a gap follows its policy: every
+/// missed tick at once (`Burst`), one then the grid (`Skip`), or one then a
+/// new schedule from now (`Delay`).
+#[test]
+fn an_interval_keeps_its_grid_and_follows_its_missed_ticks() {
+    use tickwheel::timer::MissedTicks;
+    for (missed, after_gap) in [
+        (MissedTicks::Burst, vec![20, 30, 40, 50]),
+        (MissedTicks::Skip, vec![20, 50]),
+        (MissedTicks::Delay, vec![20, 55]),
+    ] {
+        let (clock, timer) = manual();
+        let start = clock.now();
+        let mut ticks = timer.interval(10 * MS, missed).unwrap();
+        let (_, waker) = counting();
+        let due = |ticks: &mut tickwheel::timer::Interval| {
+            let mut seen = Vec::new();
+            while let Poll::Ready(at) = ticks.poll_tick(&mut Context::from_waker(&waker)) {
+                seen.push(((at - start).as_millis()) as u64);
+                assert!(seen.len() < 10, "{missed:?}: ticks without end");
+            }
+            seen
+        };
+        assert_eq!(due(&mut ticks), [0u64; 0], "{missed:?}: early");
+        advance(&clock, &timer, 10 * MS);
+        assert_eq!(due(&mut ticks), [10], "{missed:?}");
+        advance(&clock, &timer, 35 * MS); // now 45 ms: 20, 30 and 40 missed
+        let mut seen = due(&mut ticks);
+        for _ in 0..14 {
+            advance(&clock, &timer, MS); // up to 59 ms
+            seen.extend(due(&mut ticks));
+        }
+        assert_eq!(seen, after_gap, "{missed:?}");
+    }
+    let (_clock, timer) = manual();
+    assert!(timer.interval(Duration::ZERO, MissedTicks::Skip).is_err());
+}

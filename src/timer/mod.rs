@@ -20,7 +20,7 @@
 //! | `clock.rs` | [`Clock`] and the clocks that come with the crate |
 //! | `executor.rs`, `pool.rs` | [`Executor`], the provided executors, [`Undelivered`] values |
 //! | `stats.rs`, `error.rs` | [`Stats`], errors |
-//! | `sleep.rs`, `wake.rs` | feature `async`: `Sleep`, `Timeout`, and the wake protocol between the driver and a task |
+//! | `sleep.rs`, `wake.rs`, `interval.rs` | feature `async`: `Sleep`, `Timeout`, `Interval`, and the wake protocol between the driver and a task |
 //! | `export.rs` | what the persistence layer reads out: unfired timers, the clock |
 //! | `sync.rs` | the one facade over std and loom primitives |
 //!
@@ -40,6 +40,8 @@ mod error;
 mod executor;
 mod export;
 mod inspect;
+#[cfg(all(feature = "async", not(all(loom, test))))]
+mod interval;
 mod job;
 #[cfg(all(test, any(loom, feature = "test-util")))]
 mod models;
@@ -67,6 +69,8 @@ pub use clock::ManualClock;
 pub use clock::{Clock, SpinningClock, SystemClock};
 pub use error::{BuildError, ScheduleError, ScheduleErrorKind};
 pub use executor::{Executor, Inline, Rejected, Task, Undelivered, Why};
+#[cfg(all(feature = "async", not(all(loom, test))))]
+pub use interval::Interval;
 pub(crate) use job::Unfired;
 pub use job::{Factory, MissedTicks};
 pub use pool::ThreadPool;

@@ -47,7 +47,10 @@ use crate::Tick;
 
 /// What a sleep needs of its timer, whatever the timer's value and
 /// executor types.
-trait Sleeps: Send + Sync {
+pub(super) trait Sleeps: Send + Sync {
+    fn now(&self) -> Instant;
+    /// The slack of `class`, in ticks.
+    fn slack(&self, class: u16) -> Tick;
     fn tick_at(&self, deadline: Instant) -> Tick;
     fn instant_of(&self, tick: Tick) -> Instant;
     /// Files a timer that fires `wake` at `generation`; `None` if the
@@ -66,6 +69,14 @@ trait Sleeps: Send + Sync {
 }
 
 impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
+    fn now(&self) -> Instant {
+        self.time.now()
+    }
+
+    fn slack(&self, class: u16) -> Tick {
+        self.classes.get(class).slack
+    }
+
     fn tick_at(&self, deadline: Instant) -> Tick {
         self.time.tick_at(deadline)
     }
@@ -133,13 +144,13 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
 pub struct Sleep {
-    timer: Arc<dyn Sleeps>,
+    pub(super) timer: Arc<dyn Sleeps>,
     wake: Arc<Wake>,
     /// The pending timer, while there is one.
     handle: Option<TimerHandle>,
     generation: u64,
-    deadline: Tick,
-    class: u16,
+    pub(super) deadline: Tick,
+    pub(super) class: u16,
 }
 
 impl Sleep {

@@ -1,0 +1,205 @@
+//! [`Interval`]: ticks at a fixed rate, on one reused [`Sleep`] (feature
+//! `async`).
+
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+use std::time::Instant;
+
+use super::executor::Executor;
+use super::sleep::Sleep;
+use super::{MissedTicks, ScheduleError, ScheduleErrorKind, Timer};
+use crate::Tick;
+
+/// A stream of ticks every `period`: [`Timer::interval`]. Each
+/// [`tick`](Self::tick) completes at the next point of its schedule, and
+/// [`MissedTicks`] says what happens when ticks were missed (the task was
+/// busy): run them all at once (`Burst`), restart the schedule from now
+/// (`Delay`), or skip to the next point of the grid (`Skip`). It is a
+/// `futures_core::Stream` of the instants each tick was due, and reuses one
+/// sleep for every tick.
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::timer::MissedTicks;
+///
+/// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     use std::task::{Context, Poll, Wake, Waker};
+/// #     struct Unpark(std::thread::Thread);
+/// #     impl Wake for Unpark { fn wake(self: std::sync::Arc<Self>) { self.0.unpark() } }
+/// #     let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+/// #     let mut f = std::pin::pin!(f);
+/// #     loop {
+/// #         if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(&waker)) { return v; }
+/// #         std::thread::park();
+/// #     }
+/// # }
+/// let timer = tickwheel::Timer::new()?;
+/// let mut heartbeat = timer.interval(Duration::from_millis(1), MissedTicks::Burst)?;
+/// let first = block_on(heartbeat.tick());
+/// let second = block_on(heartbeat.tick());
+/// assert_eq!(second - first, Duration::from_millis(1)); // on its grid, however late
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Interval {
+    sleep: Sleep,
+    /// The period, in ticks (at least one).
+    period: Tick,
+    /// The first point of the grid (`Skip` keeps to it).
+    start: Tick,
+    missed: MissedTicks,
+}
+
+impl Interval {
+    /// Waits for the next tick; returns the instant it was due.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let mut every_second = timer.interval(Duration::from_secs(1), MissedTicks::Delay)?;
+    /// let next_tick = every_second.tick();
+    /// # drop(next_tick);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn tick(&mut self) -> impl Future<Output = Instant> + '_ {
+        core::future::poll_fn(move |cx| self.poll_tick(cx))
+    }
+
+    /// Polls for the next tick: the instant it was due, once it is.
+    ///
+    /// ```
+    /// use std::task::{Context, Waker};
+    /// use std::time::Duration;
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let mut hourly = timer.interval(Duration::from_secs(3_600), MissedTicks::Skip)?;
+    /// assert!(hourly.poll_tick(&mut Context::from_waker(Waker::noop())).is_pending());
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        if Pin::new(&mut self.sleep).poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let due = self.sleep.deadline;
+        let timer = &self.sleep.timer;
+        let now = timer.tick_at(timer.now());
+        // A tick counts as missed only once its whole window has passed,
+        // so the slack of one tick never shifts or skips the next.
+        let missed_before = now.saturating_sub(timer.slack(self.sleep.class));
+        let next = match self.missed {
+            MissedTicks::Burst => due.saturating_add(self.period),
+            MissedTicks::Delay if missed_before > due => now.saturating_add(self.period),
+            MissedTicks::Delay => due.saturating_add(self.period),
+            MissedTicks::Skip => {
+                let runs = missed_before.saturating_sub(self.start) / self.period + 1;
+                self.start
+                    .saturating_add(runs.saturating_mul(self.period))
+                    .max(due.saturating_add(self.period))
+            }
+        };
+        let due_at = self.sleep.timer.instant_of(due);
+        let next_at = self.sleep.timer.instant_of(next);
+        self.sleep.reset(next_at);
+        Poll::Ready(due_at)
+    }
+
+    /// The period, rounded up to whole ticks of the timer.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let beat = timer.interval(Duration::from_millis(5), MissedTicks::Burst)?;
+    /// assert_eq!(beat.period(), Duration::from_millis(5));
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn period(&self) -> Duration {
+        self.sleep.timer.instant_of(self.period) - self.sleep.timer.instant_of(0)
+    }
+}
+
+impl futures_core::Stream for Interval {
+    type Item = Instant;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        self.get_mut().poll_tick(cx).map(Some)
+    }
+}
+
+impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
+    /// Ticks every `period`, the first `period` from now, at a fixed rate
+    /// on the grid `first + n × period`; `missed` says what happens when
+    /// ticks were missed. The period rounds up to whole ticks. Feature
+    /// `async`.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleErrorKind::ZeroPeriod`](super::ScheduleErrorKind::ZeroPeriod)
+    /// for a zero `period`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let heartbeat = timer.interval(Duration::from_secs(1), MissedTicks::Skip)?;
+    /// assert!(timer.interval(Duration::ZERO, MissedTicks::Skip).is_err());
+    /// # drop(heartbeat);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn interval(
+        &self,
+        period: Duration,
+        missed: MissedTicks,
+    ) -> Result<Interval, ScheduleError<()>> {
+        if period.is_zero() {
+            return Err(ScheduleError::new(ScheduleErrorKind::ZeroPeriod, ()));
+        }
+        let time = &self.owner.shared.time;
+        let period_ticks = time.ticks_in(period);
+        let sleep = self.sleep(period);
+        Ok(Interval {
+            start: sleep.deadline,
+            sleep,
+            period: period_ticks,
+            missed,
+        })
+    }
+}
+
+#[cfg(all(test, feature = "test-util"))]
+mod tests {
+    use super::*;
+    use crate::timer::{Clock, ManualClock};
+    use core::task::Waker;
+    use futures_core::Stream;
+
+    #[test]
+    fn an_interval_is_a_stream_of_its_due_instants() {
+        let clock = ManualClock::new();
+        let timer = Timer::builder()
+            .clock(clock.clone())
+            .slack(Duration::ZERO)
+            .build()
+            .unwrap();
+        let start = clock.now();
+        let mut ticks = timer
+            .interval(Duration::from_millis(2), MissedTicks::Skip)
+            .unwrap();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(Pin::new(&mut ticks).poll_next(&mut cx).is_pending());
+        clock.advance(Duration::from_millis(2));
+        timer.sync();
+        assert_eq!(
+            Pin::new(&mut ticks).poll_next(&mut cx),
+            Poll::Ready(Some(start + Duration::from_millis(2)))
+        );
+        assert_eq!(ticks.period(), Duration::from_millis(2));
+    }
+}
