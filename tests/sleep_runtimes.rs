@@ -15,7 +15,7 @@ const IDLE: Duration = Duration::from_millis(80);
 
 /// A client on a std thread: sends `packets` packets 20 ms apart, then
 /// stays connected and quiet until the server closes the connection.
-fn client(address: std::net::SocketAddr, packets: usize) -> std::thread::JoinHandle<()> {
+fn client(address: core::net::SocketAddr, packets: usize) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut socket = TcpStream::connect(address).unwrap();
         for _ in 0..packets {
