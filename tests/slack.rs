@@ -9,8 +9,13 @@ use core::time::Duration;
 use std::time::Instant;
 
 use crossbeam_channel::Receiver;
-use tickwheel::timer::{Clock, Executor, Expired, Inline, ManualClock, MissedTicks, Stats};
+use tickwheel::timer::{Clock, Executor, Expired, ManualClock, MissedTicks, Stats};
 use tickwheel::Timer;
+
+#[allow(dead_code)]
+#[path = "support/timers.rs"]
+mod timers;
+use timers::manual_inline;
 
 const MS: Duration = Duration::from_millis(1);
 const US: Duration = Duration::from_micros(1);
@@ -227,12 +232,8 @@ fn fixed_rate_runs_keep_their_grid_under_slack() {
 /// gap and never stretches one past the window.
 #[test]
 fn fixed_delay_gaps_stay_inside_delay_plus_slack() {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .executor(Inline)
-        .build()
-        .unwrap();
+    // Zero slack by default; each timer here names its own.
+    let (clock, timer) = manual_inline();
     let (tx, rx) = crossbeam_channel::unbounded();
     let now = clock.clone();
     let delay = 4 * MS + 100 * US;
@@ -255,12 +256,8 @@ fn fixed_delay_gaps_stay_inside_delay_plus_slack() {
 /// loose task takes 10 µs of clock time, and 500 of them are due at once.
 #[test]
 fn a_precise_timer_does_not_wait_behind_a_long_loose_batch() {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .executor(Inline)
-        .build()
-        .unwrap();
+    // Zero slack by default; each timer here names its own.
+    let (clock, timer) = manual_inline();
     let start = clock.now();
     let loose = timer.with_slack(10 * MS);
     for _ in 0..500 {

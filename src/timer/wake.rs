@@ -26,15 +26,17 @@ impl Wake {
         {
             return;
         }
-        let waker = self.waker.lock().take();
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+        self.wake_task();
     }
 
     /// Completes the sleep whatever its generation: the timer is gone.
     pub(super) fn fire_now(&self) {
         self.state.fetch_or(1, Ordering::SeqCst);
+        self.wake_task();
+    }
+
+    /// Takes the task's waker and wakes it, outside the slot's lock.
+    fn wake_task(&self) {
         let waker = self.waker.lock().take();
         if let Some(waker) = waker {
             waker.wake();
