@@ -84,10 +84,16 @@ fn a_repoll_with_a_new_waker_moves_the_wake_up() {
     assert_eq!(second.0.load(Ordering::SeqCst), 1);
 }
 
+/// A sleep is filed on its first poll; dropping a filed one cancels it.
 #[test]
 fn dropping_a_pending_sleep_cancels_its_timer() {
     let (clock, timer) = manual();
-    let sleeps: Vec<Sleep> = (1..=1_000).map(|i| timer.sleep(i * MS)).collect();
+    let (_, waker) = counting();
+    let mut sleeps: Vec<Sleep> = (1..=1_000).map(|i| timer.sleep(i * MS)).collect();
+    assert_eq!(timer.pending(), 0, "filed before its first poll");
+    for sleep in &mut sleeps {
+        assert!(poll(sleep, &waker).is_pending());
+    }
     assert_eq!(timer.pending(), 1_000);
     drop(sleeps);
     assert_eq!(timer.pending(), 0);
@@ -95,26 +101,32 @@ fn dropping_a_pending_sleep_cancels_its_timer() {
     assert_eq!(timer.stats().fired, 0);
 }
 
-/// A reset moves a pending sleep, and files a completed one again.
+/// A reset moves a pending sleep, and files a completed one again. A later
+/// deadline is stored lazily: the old one wakes the task once, and that
+/// poll files the sleep at the new deadline.
 #[test]
 fn reset_moves_a_pending_sleep_and_rearms_a_completed_one() {
     let (clock, timer) = manual();
     let start = clock.now();
+    let woken = |count: &Counting| count.0.load(Ordering::SeqCst);
     let mut sleep = timer.sleep(10 * MS);
     let (count, waker) = counting();
     assert!(poll(&mut sleep, &waker).is_pending());
     sleep.reset(start + 20 * MS); // later: stored lazily
     advance(&clock, &timer, 10 * MS);
-    assert!(
-        poll(&mut sleep, &waker).is_pending(),
-        "fired at its old deadline"
-    );
+    assert_eq!(woken(&count), 1, "the old deadline wakes the task once");
+    assert!(!sleep.is_elapsed());
+    assert!(poll(&mut sleep, &waker).is_pending(), "completed early");
+    assert_eq!(timer.pending(), 1, "filed again at the new deadline");
     sleep.reset(start + 15 * MS); // earlier: moved at once
-    advance(&clock, &timer, 5 * MS);
+    advance(&clock, &timer, 5 * MS - US);
+    assert_eq!(woken(&count), 1, "woken before the moved deadline");
+    advance(&clock, &timer, US);
+    assert_eq!(woken(&count), 2);
+    assert!(sleep.is_elapsed());
     assert!(poll(&mut sleep, &waker).is_ready());
-    assert_eq!(count.0.load(Ordering::SeqCst), 1);
 
-    sleep.reset(start + 30 * MS); // completed: filed again, same allocation
+    sleep.reset(start + 30 * MS); // completed: filed again on its next poll
     assert!(!sleep.is_elapsed());
     assert_eq!(sleep.deadline(), start + 30 * MS);
     assert!(poll(&mut sleep, &waker).is_pending());
@@ -122,7 +134,8 @@ fn reset_moves_a_pending_sleep_and_rearms_a_completed_one() {
     assert!(poll(&mut sleep, &waker).is_pending());
     advance(&clock, &timer, MS);
     assert!(poll(&mut sleep, &waker).is_ready());
-    assert_eq!(count.0.load(Ordering::SeqCst), 2);
+    assert_eq!(woken(&count), 3);
+    assert_eq!(timer.pending(), 0);
 }
 
 /// Documented choice: a sleep on a timer that stops completes at once, and

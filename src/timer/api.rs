@@ -135,8 +135,8 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
             // Not reachable through a sleep's own handle, which it keeps;
             // complete the sleep rather than leave it waiting.
             #[cfg(feature = "async")]
-            Job::Wake(wake, _) => {
-                wake.fire_now();
+            Job::Wake(waker) => {
+                waker.wake();
                 None
             }
         }

@@ -74,9 +74,9 @@ struct Fire<T> {
 enum Work<T> {
     Value(T),
     Make(Make<T>),
-    /// A sleep to complete (`sleep.rs`), at this generation.
+    /// A sleep's task to wake (`sleep.rs`).
     #[cfg(feature = "async")]
-    Wake(alloc::sync::Arc<super::wake::Wake>, u64),
+    Wake(core::task::Waker),
 }
 
 pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
@@ -230,7 +230,7 @@ fn collect<T>(
             },
             #[cfg(feature = "async")]
             Some(Job::Wake(..)) => match wheel.cancel(key) {
-                Some(Job::Wake(wake, generation)) => Work::Wake(wake, generation),
+                Some(Job::Wake(waker)) => Work::Wake(waker),
                 _ => unreachable!("the peeked sleep is gone"),
             },
             None => unreachable!("a peeked key is stale"),
@@ -279,11 +279,11 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
                 }
             },
             #[cfg(feature = "async")]
-            Work::Wake(wake, generation) => {
+            Work::Wake(waker) => {
                 record_fire(shared, fire.deadline, fire.slack);
                 // Wakes the task: runtime code, outside every lock; a
                 // panicking waker is the runtime's bug, counted like ours.
-                if catch_unwind(AssertUnwindSafe(|| wake.fire(generation))).is_err() {
+                if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
                     shared.counters.panicked.fetch_add(1, Ordering::Relaxed);
                 }
                 continue;

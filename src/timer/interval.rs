@@ -173,7 +173,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     }
 }
 
-#[cfg(all(test, feature = "test-util"))]
+#[cfg(all(test, feature = "test-util", not(loom)))]
 mod tests {
     use super::*;
     use crate::timer::{Clock, ManualClock};

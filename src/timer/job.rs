@@ -73,10 +73,10 @@ pub type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
 pub(super) enum Job<T> {
     Once(T),
     Repeat(Box<Repeat<T>>),
-    /// A sleep's timer: wakes the sleep's task, at this generation
-    /// (`sleep.rs`), instead of handing a value to the executor.
+    /// A sleep's timer: wakes the sleep's task (`sleep.rs`) instead of
+    /// handing a value to the executor.
     #[cfg(feature = "async")]
-    Wake(StdArc<super::wake::Wake>, u64),
+    Wake(core::task::Waker),
 }
 
 /// Makes a run's value. Given the timer's handle when the run fires (a

@@ -20,7 +20,7 @@
 //! | `clock.rs` | [`Clock`] and the clocks that come with the crate |
 //! | `executor.rs`, `pool.rs` | [`Executor`], the provided executors, [`Undelivered`] values |
 //! | `stats.rs`, `error.rs` | [`Stats`], errors |
-//! | `sleep.rs`, `wake.rs`, `interval.rs` | feature `async`: `Sleep`, `Timeout`, `Interval`, and the wake protocol between the driver and a task |
+//! | `sleep.rs`, `interval.rs` | feature `async`: `Sleep`, `Timeout`, `Interval`, and the protocol between the driver and a task |
 //! | `export.rs` | what the persistence layer reads out: unfired timers, the clock |
 //! | `sync.rs` | the one facade over std and loom primitives |
 //!
@@ -40,7 +40,7 @@ mod error;
 mod executor;
 mod export;
 mod inspect;
-#[cfg(all(feature = "async", not(all(loom, test))))]
+#[cfg(feature = "async")]
 mod interval;
 mod job;
 #[cfg(all(test, any(loom, feature = "test-util")))]
@@ -50,13 +50,11 @@ mod periodic;
 mod pool;
 mod shard;
 mod slack;
-#[cfg(all(feature = "async", not(all(loom, test))))]
+#[cfg(feature = "async")]
 mod sleep;
 pub(crate) mod stats;
 mod sync;
 mod time;
-#[cfg(feature = "async")]
-mod wake;
 
 use std::time::Instant;
 
@@ -69,12 +67,12 @@ pub use clock::ManualClock;
 pub use clock::{Clock, SpinningClock, SystemClock};
 pub use error::{BuildError, ScheduleError, ScheduleErrorKind};
 pub use executor::{Executor, Inline, Rejected, Task, Undelivered, Why};
-#[cfg(all(feature = "async", not(all(loom, test))))]
+#[cfg(feature = "async")]
 pub use interval::Interval;
 pub(crate) use job::Unfired;
 pub use job::{Factory, MissedTicks};
 pub use pool::ThreadPool;
-#[cfg(all(feature = "async", not(all(loom, test))))]
+#[cfg(feature = "async")]
 pub use sleep::{Elapsed, Sleep, Timeout};
 pub use stats::{Lateness, Stats};
 

@@ -4,10 +4,9 @@
 //! (`shard.rs`, `owner.rs`), and the fixed-delay run protocol
 //! (`periodic.rs`): a first run against its own schedule, and a cancel
 //! against a run in flight on the thread pool. With feature `async`, a
-//! sleep's wake protocol (`sleep.rs`): a fire against a re-poll with a new
-//! waker, and a reset against its old timer firing. A fire against a
-//! dropped sleep is the cancel against fire above (a drop cancels through
-//! the shard lock).
+//! sleep's protocol (`sleep.rs`): a fire against a drop, a fire against a
+//! re-poll with a new waker, and a lazy reset against its old timer
+//! firing.
 //!
 //! Each body runs under loom's model checker with
 //! `RUSTFLAGS="--cfg loom" cargo test --lib timer::models`, which
@@ -285,73 +284,131 @@ fn cancel_against_a_fixed_delay_run_in_flight() {
     });
 }
 
-/// A waker that counts its wake-ups, on the model's atomics.
+/// A waker that counts its wake-ups, on the model's atomics, and unparks
+/// the thread that made it.
 #[cfg(feature = "async")]
-struct CountingWaker(AtomicUsize);
+struct CountingWaker {
+    count: AtomicUsize,
+    waiter: thread::Thread,
+}
 
 #[cfg(feature = "async")]
 impl alloc::task::Wake for CountingWaker {
     fn wake(self: alloc::sync::Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
+        self.count.fetch_add(1, Ordering::SeqCst);
+        self.waiter.unpark();
     }
 }
 
 #[cfg(feature = "async")]
-fn counting_waker() -> (alloc::sync::Arc<CountingWaker>, core::task::Waker) {
-    let count = alloc::sync::Arc::new(CountingWaker(AtomicUsize::new(0)));
-    (
-        alloc::sync::Arc::clone(&count),
-        core::task::Waker::from(count),
-    )
+impl CountingWaker {
+    fn new() -> (alloc::sync::Arc<Self>, core::task::Waker) {
+        let counting = alloc::sync::Arc::new(CountingWaker {
+            count: AtomicUsize::new(0),
+            waiter: thread::current(),
+        });
+        let waker = core::task::Waker::from(alloc::sync::Arc::clone(&counting));
+        (counting, waker)
+    }
+
+    fn woken(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
 }
 
-/// The wake protocol of a sleep (`sleep.rs`): the driver firing races a
-/// task that polls again with a new waker. Either that poll sees the
-/// sleep fired or the new waker is woken; never neither (a lost wake-up).
+#[cfg(feature = "async")]
+fn poll_sleep(sleep: &mut super::Sleep, waker: &core::task::Waker) -> core::task::Poll<()> {
+    use core::future::Future;
+    core::pin::Pin::new(sleep).poll(&mut core::task::Context::from_waker(waker))
+}
+
+/// A pending sleep is dropped while the driver fires it: its timer leaves
+/// the wheel exactly once (by the drop's cancel or by the fire), its task
+/// is woken at most once, and nothing stays filed.
 #[cfg(feature = "async")]
 #[test]
-fn sleep_fire_against_a_repoll_with_a_new_waker() {
-    use super::wake::Wake;
+fn sleep_fire_against_drop() {
     model(|| {
-        let wake = alloc::sync::Arc::new(Wake::default());
-        let generation = wake.next_generation();
-        let (_, old_waker) = counting_waker();
-        assert!(!wake.register(&old_waker));
-        let driver = {
-            let wake = alloc::sync::Arc::clone(&wake);
-            thread::spawn(move || wake.fire(generation))
-        };
-        let (new, new_waker) = counting_waker();
-        let seen = wake.register(&new_waker);
-        driver.join().expect("driver");
-        assert!(
-            seen || new.0.load(Ordering::SeqCst) == 1,
-            "the fire was neither seen nor woke the new waker"
-        );
+        let (h, _) = Harness::new();
+        let mut sleep = h.timer.sleep(MS);
+        let (woken, waker) = CountingWaker::new();
+        assert!(poll_sleep(&mut sleep, &waker).is_pending());
+        assert_eq!(h.timer.pending(), 1);
+        let clock = h.clock.clone();
+        let advancer = thread::spawn(move || clock.advance(MS));
+        drop(sleep);
+        advancer.join().expect("advancer");
+        assert_eq!(h.timer.pending(), 0, "a dropped sleep stayed filed");
+        h.timer.shutdown();
+        let stats = h.timer.stats();
+        assert_eq!(stats.fired + stats.cancelled, 1, "{stats:?}");
+        assert_eq!(woken.woken() as u64, stats.fired, "woken {}", woken.woken());
     });
 }
 
-/// A reset races the fire of the sleep's old timer (already taken out of
-/// its wheel): the old fire must not complete the sleep at its new
-/// generation, whatever the interleaving, or it would complete early.
+/// The driver firing races a task that polls again with a new waker:
+/// either that poll sees the sleep complete, or the new waker is woken;
+/// never neither (a lost wake-up: the model then parks forever, which loom
+/// reports). The old waker is never woken after the new one took over.
+#[cfg(feature = "async")]
+#[test]
+fn sleep_fire_against_a_repoll_with_a_new_waker() {
+    model(|| {
+        let (h, _) = Harness::new();
+        let mut sleep = h.timer.sleep(MS);
+        let (old, old_waker) = CountingWaker::new();
+        assert!(poll_sleep(&mut sleep, &old_waker).is_pending());
+        let clock = h.clock.clone();
+        let advancer = thread::spawn(move || clock.advance(MS));
+        let (new, new_waker) = CountingWaker::new();
+        let seen = poll_sleep(&mut sleep, &new_waker).is_ready();
+        advancer.join().expect("advancer");
+        if !seen {
+            wait_until(|| new.woken() == 1, "the new waker was never woken");
+            assert_eq!(old.woken(), 0, "the replaced waker was woken");
+            assert!(poll_sleep(&mut sleep, &new_waker).is_ready());
+        }
+        h.timer.shutdown();
+    });
+}
+
+/// A sleep is pushed back (a lazy reset: no lock) while its timer fires at
+/// the old deadline: whatever the interleaving, it must not complete
+/// early, and its new deadline's own wake-up must come.
 #[cfg(feature = "async")]
 #[test]
 fn sleep_reset_against_the_old_timer_firing() {
-    use super::wake::Wake;
     model(|| {
-        let wake = alloc::sync::Arc::new(Wake::default());
-        let old = wake.next_generation();
-        let driver = {
-            let wake = alloc::sync::Arc::clone(&wake);
-            thread::spawn(move || wake.fire(old))
-        };
-        let new = wake.next_generation();
-        driver.join().expect("driver");
+        let (h, _) = Harness::new();
+        let start = super::Clock::now(&h.clock);
+        let mut sleep = h.timer.sleep(MS);
+        let (woken, waker) = CountingWaker::new();
+        assert!(poll_sleep(&mut sleep, &waker).is_pending());
+        let clock = h.clock.clone();
+        let advancer = thread::spawn(move || clock.advance(MS));
+        sleep.reset(start + 2 * MS);
+        advancer.join().expect("advancer");
+        // The old timer fired (or will): at most one early wake-up, and a
+        // poll never completes before the new deadline.
         assert!(
-            !wake.is_fired(new),
-            "an old timer completed the reset sleep"
+            poll_sleep(&mut sleep, &waker).is_pending(),
+            "completed early"
         );
-        wake.fire(new);
-        assert!(wake.is_fired(new), "the new generation's own fire was lost");
+        assert!(!sleep.is_elapsed());
+        let early = woken.woken();
+        assert!(early <= 1, "woken {early} times before the new deadline");
+        h.clock.advance(MS);
+        // Woken by the new deadline's timer (after at most one more early
+        // wake-up from the old one, if it fired only now).
+        let mut seen = early;
+        while poll_sleep(&mut sleep, &waker).is_pending() {
+            assert!(seen <= early + 1, "woken {seen} times, still pending");
+            wait_until(
+                || woken.woken() > seen,
+                "the new deadline never woke the task",
+            );
+            seen = woken.woken();
+        }
+        h.timer.shutdown();
     });
 }

@@ -201,7 +201,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     /// [`insert`](Self::insert) outside `max_pending`: for sleeps, which
     /// are futures their callers hold (so bounded by them) and have no
     /// value to hand back.
-    #[cfg(all(feature = "async", not(all(loom, test))))]
+    #[cfg(feature = "async")]
     pub(super) fn insert_unreserved(
         &self,
         deadline: Tick,
@@ -366,8 +366,8 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         let (deadline, every, value) = match job {
             // A sleep whose timer stops completes at once (`sleep.rs`).
             #[cfg(feature = "async")]
-            Job::Wake(wake, _) => {
-                wake.fire_now();
+            Job::Wake(waker) => {
+                waker.wake();
                 return None;
             }
             Job::Once(value) => (deadline, None, value),

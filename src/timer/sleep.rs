@@ -2,31 +2,39 @@
 //! [`Timeout`], for any executor. No runtime crate is involved: a sleep is
 //! a timer whose job is to wake a task.
 //!
-//! # The wake protocol (no lost wake-up, no early wake-up)
+//! # The protocol (no lost wake-up, no early completion)
 //!
-//! A sleep owns one [`Wake`]: a state word and a waker slot, allocated
-//! once and reused across resets. The state word is `generation << 1 |
-//! fired`. Each time the sleep files a timer it moves to a new generation,
-//! and the timer carries it.
+//! A sleep is filed on its first poll, as a timer whose job is the task's
+//! waker, in the wheel of its slack class in the polling thread's shard.
+//! It shares no memory with the driver but that wheel entry, and every
+//! access to the entry is under the shard's lock:
 //!
-//! - Driver: takes the timer out of its wheel (under the shard lock), then,
-//!   outside every lock, sets `fired` only if the state is still that
-//!   timer's generation, takes the waker and wakes it.
-//! - `poll`: stores the task's waker in the slot, then reads the state:
-//!   ready if it is fired at the sleep's generation.
+//! - Driver: takes the due entry out of its wheel (under the lock), then,
+//!   outside every lock, wakes its waker.
+//! - `poll`: under the lock, finds the entry still filed (pending: it
+//!   replaces the waker if the task's is another), or gone (fired).
 //!
-//! A fire that sets the flag before `poll` reads the state is seen; one
-//! that comes after the waker is stored takes it and wakes the task. A
-//! reset whose timer has already been taken out moves to a new generation
-//! before filing again, so a fire of the old timer still in flight cannot
-//! complete the sleep early. The waker slot is a per-sleep lock, never a
-//! shard lock, and no waker method runs under it except `will_wake`.
+//! A fire and a poll are thus ordered by the lock: a poll before the fire
+//! leaves its waker for the fire to wake; one after it sees the entry gone.
+//! Waker clones and drops, the runtime's code, run outside the lock.
+//!
+//! **Reset.** A later deadline is stored in the sleep alone, with no lock:
+//! the entry stays filed at its old deadline. When that fires, the task is
+//! woken once early, and its poll files the entry again at the new
+//! deadline (the sleep knows its deadline is past the entry's). An idle
+//! timeout pushed back on every packet thus costs a store per packet and
+//! one extra wake-up per timeout period, not a lock per packet. An earlier
+//! deadline moves the entry at once, under the lock, as the task may not
+//! poll again before it. A completed sleep that is reset is filed again on
+//! its next poll.
+//!
+//! A sleep owns no allocation: its entry lives in the wheel's slab.
 //!
 //! # When the timer stops
 //!
 //! A sleep whose timer is shut down (or whose last handle is dropped)
-//! completes at once: stopping the timer fires every pending sleep, and a
-//! sleep made after that is complete when made. So a task awaiting a sleep
+//! completes at once: stopping the timer wakes every filed sleep, and a
+//! poll that finds the timer stopped completes. So a task awaiting a sleep
 //! or a [`Timeout`] never hangs on a timer that is gone; a timeout then
 //! reports [`Elapsed`].
 
@@ -34,14 +42,14 @@ use alloc::sync::Arc;
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
-use core::task::{Context, Poll};
+use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 use std::time::Instant;
 
 use super::executor::Executor;
 use super::job::Job;
-use super::shard::Shared;
-use super::wake::Wake;
+use super::shard::{Shared, RUNNING};
+use super::sync::Ordering;
 use super::{Timer, TimerHandle};
 use crate::Tick;
 
@@ -53,15 +61,16 @@ pub(super) trait Sleeps: Send + Sync {
     fn slack(&self, class: u16) -> Tick;
     fn tick_at(&self, deadline: Instant) -> Tick;
     fn instant_of(&self, tick: Tick) -> Instant;
-    /// Files a timer that fires `wake` at `generation`; `None` if the
-    /// timer has stopped.
-    fn arm(
-        &self,
-        deadline: Tick,
-        class: u16,
-        wake: &Arc<Wake>,
-        generation: u64,
-    ) -> Option<TimerHandle>;
+    /// `true` once the timer has stopped.
+    fn is_stopped(&self) -> bool;
+    /// Files a timer at `deadline` that wakes `waker`; `None` if the timer
+    /// has stopped.
+    fn file(&self, deadline: Tick, class: u16, waker: Waker) -> Option<TimerHandle>;
+    /// Makes the pending timer `handle` wake `waker`; `false` if it is
+    /// gone (fired, or the timer stopped).
+    fn refresh(&self, handle: TimerHandle, waker: &Waker) -> bool;
+    /// `true` while the timer `handle` is filed.
+    fn is_filed(&self, handle: TimerHandle) -> bool;
     /// Moves the pending timer `handle`; `false` if it is gone.
     fn rearm(&self, handle: TimerHandle, deadline: Tick) -> bool;
     /// Removes the pending timer `handle`, if it is still there.
@@ -77,6 +86,7 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
         self.classes.get(class).slack
     }
 
+    #[inline]
     fn tick_at(&self, deadline: Instant) -> Tick {
         self.time.tick_at(deadline)
     }
@@ -85,15 +95,50 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
         self.time.instant_of(tick)
     }
 
-    fn arm(
-        &self,
-        deadline: Tick,
-        class: u16,
-        wake: &Arc<Wake>,
-        generation: u64,
-    ) -> Option<TimerHandle> {
-        let job = Job::Wake(Arc::clone(wake), generation);
-        self.insert_unreserved(deadline, class, job).ok()
+    fn is_stopped(&self) -> bool {
+        self.state.load(Ordering::SeqCst) != RUNNING
+    }
+
+    fn file(&self, deadline: Tick, class: u16, waker: Waker) -> Option<TimerHandle> {
+        // A refusal hands the waker back inside the error, dropped here,
+        // after the lock.
+        self.insert_unreserved(deadline, class, Job::Wake(waker))
+            .ok()
+    }
+
+    fn refresh(&self, handle: TimerHandle, waker: &Waker) -> bool {
+        {
+            let Some((_, mut wheels)) = self.lock(handle) else {
+                return false;
+            };
+            match entry(&mut wheels, handle) {
+                None => return false,
+                Some(stored) if stored.will_wake(waker) => return true,
+                Some(_) => {}
+            }
+        }
+        // Another waker: clone it outside the lock, then swap it in.
+        let new = waker.clone();
+        let old = {
+            let Some((_, mut wheels)) = self.lock(handle) else {
+                return false;
+            };
+            match entry(&mut wheels, handle) {
+                Some(stored) => core::mem::replace(stored, new),
+                // Fired meanwhile: `new` is dropped after the lock.
+                None => return false,
+            }
+        };
+        drop(old);
+        true
+    }
+
+    fn is_filed(&self, handle: TimerHandle) -> bool {
+        self.lock(handle).is_some_and(|(_, wheels)| {
+            wheels
+                .get(handle.class)
+                .is_some_and(|wheel| wheel.contains(handle.key))
+        })
     }
 
     fn rearm(&self, handle: TimerHandle, deadline: Tick) -> bool {
@@ -101,7 +146,16 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
     }
 
     fn disarm(&self, handle: TimerHandle) {
-        self.cancel_job(handle);
+        // The waker comes back in the job, dropped here, after the lock.
+        drop(self.cancel_job(handle));
+    }
+}
+
+/// The waker of a sleep's filed timer, if it is still filed.
+fn entry<T>(wheels: &mut super::shard::Wheels<T>, handle: TimerHandle) -> Option<&mut Waker> {
+    match wheels.get_mut(handle.class)?.get_mut(handle.key)? {
+        Job::Wake(waker) => Some(waker),
+        _ => None,
     }
 }
 
@@ -109,9 +163,10 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
 /// [`Timer::sleep_until`]. It works under any executor; the timer's
 /// driver thread wakes its task.
 ///
-/// One allocation per sleep, reused by [`reset`](Self::reset). Dropping a
-/// pending sleep cancels its timer in O(1). A sleep carries the slack of
-/// the handle that made it ([`Timer::with_slack`]).
+/// A sleep is filed with its timer on its first poll, and owns no
+/// allocation: its timer lives in the wheel's slab. Dropping a pending
+/// sleep cancels its timer in O(1). A sleep carries the slack of the handle
+/// that made it ([`Timer::with_slack`]).
 ///
 /// **When the timer stops** ([`Timer::shutdown`], or its last handle
 /// dropped), every pending sleep completes at once, and a sleep made
@@ -145,37 +200,23 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
 /// ```
 pub struct Sleep {
     pub(super) timer: Arc<dyn Sleeps>,
-    wake: Arc<Wake>,
-    /// The pending timer, while there is one.
-    handle: Option<TimerHandle>,
-    generation: u64,
+    /// The filed timer and its deadline (at most the sleep's), while it
+    /// may be pending.
+    filed: Option<(TimerHandle, Tick)>,
     pub(super) deadline: Tick,
     pub(super) class: u16,
+    /// Completed at `deadline` (or its timer stopped).
+    done: bool,
 }
 
 impl Sleep {
     fn new(timer: Arc<dyn Sleeps>, deadline: Tick, class: u16) -> Self {
-        let mut sleep = Sleep {
+        Sleep {
             timer,
-            wake: Arc::new(Wake::default()),
-            handle: None,
-            generation: 0,
+            filed: None,
             deadline,
             class,
-        };
-        sleep.arm();
-        sleep
-    }
-
-    /// Files a timer for the current deadline at a new generation.
-    fn arm(&mut self) {
-        self.generation = self.wake.next_generation();
-        self.handle = self
-            .timer
-            .arm(self.deadline, self.class, &self.wake, self.generation);
-        if self.handle.is_none() {
-            // The timer has stopped: complete at once.
-            self.wake.fire_now();
+            done: false,
         }
     }
 
@@ -194,7 +235,9 @@ impl Sleep {
         self.timer.instant_of(self.deadline)
     }
 
-    /// `true` once the sleep has completed (or its timer stopped).
+    /// `true` once the sleep has completed: its deadline has passed and
+    /// its timer fired it (or, not yet filed, the deadline has passed), or
+    /// its timer stopped.
     ///
     /// ```
     /// use std::time::Duration;
@@ -205,14 +248,23 @@ impl Sleep {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn is_elapsed(&self) -> bool {
-        self.wake.is_fired(self.generation)
+        if self.done || self.timer.is_stopped() {
+            return true;
+        }
+        match self.filed {
+            Some((handle, _)) if self.timer.is_filed(handle) => false,
+            Some((_, at)) if at >= self.deadline => true,
+            // Not filed at its deadline (yet): has that passed?
+            _ => self.timer.tick_at(self.timer.now()) > self.deadline,
+        }
     }
 
     /// Moves the sleep to complete at `deadline` instead, whether or not it
-    /// has completed: O(1), and no allocation. A later deadline on a
-    /// pending sleep is stored lazily (the timer's wheel moves it when its
-    /// old slot comes due). Call [`poll`](Future::poll) (await it) again
-    /// afterwards.
+    /// has completed: O(1), and no allocation. A later deadline is stored
+    /// in the sleep alone, without a lock: its timer still fires at the old
+    /// deadline, wakes the task once, and is filed again when the sleep is
+    /// polled. An earlier one moves the timer at once. Poll the sleep
+    /// (await it) again afterwards.
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -223,16 +275,41 @@ impl Sleep {
     /// assert!(!idle.is_elapsed());
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
+    #[inline]
     pub fn reset(&mut self, deadline: Instant) {
         self.deadline = self.timer.tick_at(deadline);
-        if let Some(handle) = self.handle {
-            if self.timer.rearm(handle, self.deadline) {
-                return;
+        self.done = false;
+        if let Some((handle, at)) = self.filed {
+            if self.deadline < at {
+                self.move_earlier(handle);
             }
         }
-        // Fired (or firing): file a new timer, at a new generation so that
-        // a fire still in flight cannot complete it.
-        self.arm();
+    }
+
+    /// Moves the filed timer to the (earlier) deadline, or forgets it if it
+    /// has fired: the next poll files it again.
+    fn move_earlier(&mut self, handle: TimerHandle) {
+        self.filed = self
+            .timer
+            .rearm(handle, self.deadline)
+            .then_some((handle, self.deadline));
+    }
+
+    /// Files the sleep's timer; `Ready` if the timer has stopped.
+    fn file(&mut self, waker: &Waker) -> Poll<()> {
+        match self.timer.file(self.deadline, self.class, waker.clone()) {
+            Some(handle) => {
+                self.filed = Some((handle, self.deadline));
+                Poll::Pending
+            }
+            None => self.complete(),
+        }
+    }
+
+    fn complete(&mut self) -> Poll<()> {
+        self.filed = None;
+        self.done = true;
+        Poll::Ready(())
     }
 }
 
@@ -241,21 +318,23 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        if this.wake.register(cx.waker()) && this.is_elapsed() {
-            // Fired: the timer is gone from its wheel.
-            this.handle = None;
+        if this.done {
             return Poll::Ready(());
         }
-        Poll::Pending
+        match this.filed {
+            None => this.file(cx.waker()),
+            Some((handle, _)) if this.timer.refresh(handle, cx.waker()) => Poll::Pending,
+            // Fired at a deadline a reset has since pushed back: file again.
+            Some((_, at)) if at < this.deadline => this.file(cx.waker()),
+            Some(_) => this.complete(),
+        }
     }
 }
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some(handle) = self.handle.take() {
-            if !self.is_elapsed() {
-                self.timer.disarm(handle);
-            }
+        if let Some((handle, _)) = self.filed.take() {
+            self.timer.disarm(handle);
         }
     }
 }
@@ -424,8 +503,56 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         }
     }
 
+    #[cfg(not(all(loom, test)))]
     fn sleeps(&self) -> Arc<dyn Sleeps> {
         let shared: Arc<Shared<T, E>> = Arc::clone(&self.owner.shared);
         shared
+    }
+
+    /// loom's `Arc` cannot become a trait object: the models box a handle.
+    #[cfg(all(loom, test))]
+    fn sleeps(&self) -> Arc<dyn Sleeps> {
+        Arc::new(loom_shared::LoomShared(self.owner.shared.clone()))
+    }
+}
+
+#[cfg(all(loom, test))]
+mod loom_shared {
+    use super::*;
+
+    /// A model's `Shared` behind loom's `Arc`, as a `Sleeps`.
+    pub(super) struct LoomShared<T, E>(pub(super) super::super::sync::Arc<Shared<T, E>>);
+
+    impl<T: Send + 'static, E: Executor<T>> Sleeps for LoomShared<T, E> {
+        fn now(&self) -> Instant {
+            self.0.now()
+        }
+        fn slack(&self, class: u16) -> Tick {
+            self.0.slack(class)
+        }
+        fn tick_at(&self, deadline: Instant) -> Tick {
+            self.0.tick_at(deadline)
+        }
+        fn instant_of(&self, tick: Tick) -> Instant {
+            self.0.instant_of(tick)
+        }
+        fn is_stopped(&self) -> bool {
+            self.0.is_stopped()
+        }
+        fn file(&self, deadline: Tick, class: u16, waker: Waker) -> Option<TimerHandle> {
+            self.0.file(deadline, class, waker)
+        }
+        fn refresh(&self, handle: TimerHandle, waker: &Waker) -> bool {
+            self.0.refresh(handle, waker)
+        }
+        fn is_filed(&self, handle: TimerHandle) -> bool {
+            self.0.is_filed(handle)
+        }
+        fn rearm(&self, handle: TimerHandle, deadline: Tick) -> bool {
+            self.0.rearm(handle, deadline)
+        }
+        fn disarm(&self, handle: TimerHandle) {
+            self.0.disarm(handle)
+        }
     }
 }

@@ -68,7 +68,7 @@ mod imp {
     /// for a shard lock, so models need park/unpark that only affects
     /// `park`. Same token semantics: an unpark before a park is kept.
     pub(crate) mod thread {
-        pub(crate) use loom::thread::{spawn, yield_now, Builder, JoinHandle};
+        pub(crate) use loom::thread::{spawn, yield_now, Builder};
 
         use loom::sync::{Arc, Condvar, Mutex};
 
