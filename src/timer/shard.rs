@@ -139,6 +139,16 @@ impl<T> ShardCell<T> {
         self.pending.store(wheels.len(), Ordering::Relaxed);
     }
 
+    /// Publishes a length one more (`grew`) or one less than the last
+    /// published: under the lock, after filing or cancelling one timer,
+    /// without summing the classes' wheels.
+    #[inline]
+    pub(super) fn publish_one(&self, grew: bool) {
+        let len = self.pending.load(Ordering::Relaxed);
+        let len = if grew { len + 1 } else { len - 1 };
+        self.pending.store(len, Ordering::Relaxed);
+    }
+
     /// Adds one to a counter only this shard's lock holder writes: a plain
     /// load and store, no read-modify-write.
     #[inline]
@@ -230,7 +240,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             match wheels.get_or_make(class).try_insert(deadline, job) {
                 Ok(key) => {
                     ShardCell::<T>::bump(&cell.scheduled);
-                    cell.publish_len(&wheels);
+                    cell.publish_one(true);
                     key
                 }
                 Err(full) => {
@@ -291,7 +301,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             let (cell, mut wheels) = self.lock(handle)?;
             let job = wheels.get_mut(handle.class)?.cancel(handle.key)?;
             ShardCell::<T>::bump(&cell.cancelled);
-            cell.publish_len(&wheels);
+            cell.publish_one(false);
             job
         };
         if counts_against_max_pending(&job) {

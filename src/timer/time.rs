@@ -14,6 +14,10 @@
 //!
 //! Arithmetic is in `u64` nanoseconds (584 years from the origin), which is
 //! several times cheaper than `u128` and saturates instead of wrapping.
+//! When the tick divides a second (the default 1 µs does), a deadline's
+//! conversion divides no 64-bit number: whole seconds times ticks per
+//! second, plus the sub-second nanoseconds divided by a multiply
+//! (`Divider`). Sleeps convert a deadline each time they are made or reset.
 
 use alloc::sync::Arc;
 use core::time::Duration;
@@ -22,11 +26,48 @@ use std::time::Instant;
 use super::clock::Clock;
 use crate::Tick;
 
+const NANOS_PER_SEC: u64 = 1_000_000_000;
+
 /// The clock, the origin and the tick length.
 pub(super) struct TimeSource {
     pub(super) clock: Arc<dyn Clock>,
     origin: Instant,
     tick_nanos: u64,
+    /// Ticks per second, if the tick divides a second; else 0.
+    per_second: u64,
+    /// Divides sub-second nanoseconds by the tick (when `per_second > 0`).
+    divider: Divider,
+}
+
+/// Division of any `u32` by a fixed divisor `d` as a multiply and a shift:
+/// with `l = ceil(log2 d)` and `m = floor(2^(32 + l) / d) + 1`,
+/// `floor(n / d) = (n × m) >> (32 + l)` for every `n < 2^32` (Granlund and
+/// Montgomery, 1994, theorem 4.2). `m < 2^33` for `d < 2^32`, so the
+/// product fits in a `u64` when `n < 2^31`, which is all it is used for.
+#[derive(Debug, Clone, Copy)]
+struct Divider {
+    multiplier: u64,
+    shift: u32,
+}
+
+impl Divider {
+    /// For `1 <= d < 2^31`.
+    fn new(d: u64) -> Self {
+        debug_assert!((1..1 << 31).contains(&d));
+        let l = u64::BITS - (d - 1).leading_zeros(); // ceil(log2 d)
+        let shift = 32 + l;
+        Divider {
+            multiplier: ((1u128 << shift) / u128::from(d)) as u64 + 1,
+            shift,
+        }
+    }
+
+    /// `n / d`, for `n < 2^31`.
+    #[inline]
+    fn divide(self, n: u32) -> u64 {
+        debug_assert!(n < 1 << 31);
+        (u64::from(n) * self.multiplier) >> self.shift
+    }
 }
 
 impl TimeSource {
@@ -47,10 +88,14 @@ impl TimeSource {
             return Err(tick);
         }
         let origin = clock.now();
+        let tick_nanos = tick.as_nanos() as u64; // at most an hour: fits
+        let divides_a_second = NANOS_PER_SEC % tick_nanos == 0;
         Ok(TimeSource {
             clock,
             origin,
-            tick_nanos: tick.as_nanos() as u64, // at most an hour: fits
+            tick_nanos,
+            per_second: if divides_a_second { NANOS_PER_SEC / tick_nanos } else { 0 },
+            divider: Divider::new(tick_nanos.min(NANOS_PER_SEC)),
         })
     }
 
@@ -65,29 +110,49 @@ impl TimeSource {
         self.clock.now()
     }
 
-    /// Nanoseconds from the origin to `instant` (0 before it), saturating.
+    /// Time from the origin to `instant` (zero before it).
     #[inline]
-    fn nanos_since_origin(&self, instant: Instant) -> u64 {
-        let since = instant.saturating_duration_since(self.origin);
-        since
-            .as_secs()
-            .checked_mul(1_000_000_000)
-            .and_then(|nanos| nanos.checked_add(u64::from(since.subsec_nanos())))
-            .unwrap_or(u64::MAX)
+    fn since_origin(&self, instant: Instant) -> Duration {
+        instant.saturating_duration_since(self.origin)
+    }
+
+    /// Ticks in `span`, rounded up (`up`) or down, as whole `u64`
+    /// nanoseconds saturating at `u64::MAX` would give them.
+    #[inline]
+    fn ticks(&self, span: Duration, up: bool) -> Tick {
+        if self.per_second == 0 {
+            let nanos = u64::try_from(span.as_nanos()).unwrap_or(u64::MAX);
+            return if up {
+                nanos.div_ceil(self.tick_nanos)
+            } else {
+                nanos / self.tick_nanos
+            };
+        }
+        // The tick divides a second, so it is at most 10^9 and a sub-second
+        // count plus one tick stays under 2^31.
+        let round = if up { self.tick_nanos as u32 - 1 } else { 0 };
+        let part = self.divider.divide(span.subsec_nanos() + round);
+        let whole = span.as_secs().saturating_mul(self.per_second);
+        // Past u64::MAX nanoseconds, where the nanosecond count saturates.
+        let cap = if up {
+            u64::MAX.div_ceil(self.tick_nanos)
+        } else {
+            u64::MAX / self.tick_nanos
+        };
+        whole.saturating_add(part).min(cap)
     }
 
     /// The tick of `instant`, rounded up.
     #[inline]
     pub(super) fn tick_at(&self, instant: Instant) -> Tick {
-        self.nanos_since_origin(instant).div_ceil(self.tick_nanos)
+        self.ticks(self.since_origin(instant), true)
     }
 
     /// The tick of `delay` from now, rounded up.
     #[inline]
     pub(super) fn deadline_after(&self, delay: Duration) -> Tick {
-        let now = self.nanos_since_origin(self.clock.now());
-        let delay = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
-        now.saturating_add(delay).div_ceil(self.tick_nanos)
+        let span = self.since_origin(self.clock.now()).saturating_add(delay);
+        self.ticks(span, true)
     }
 
     /// Whole ticks in `period`, rounded up, at least one.
@@ -100,8 +165,8 @@ impl TimeSource {
     /// passed), and rounded up (the first tick not before now).
     #[inline]
     pub(super) fn now_tick(&self) -> (Tick, Tick) {
-        let nanos = self.nanos_since_origin(self.clock.now());
-        (nanos / self.tick_nanos, nanos.div_ceil(self.tick_nanos))
+        let span = self.since_origin(self.clock.now());
+        (self.ticks(span, false), self.ticks(span, true))
     }
 
     /// Whole ticks in `slack`, rounded down (a window never ends after
@@ -186,6 +251,63 @@ mod tests {
                 assert!(up - down <= 1);
                 let delay = Duration::from_micros(offset_us / 3);
                 assert!(time.instant_of(time.deadline_after(delay)) >= at + delay);
+            }
+        }
+    }
+
+    /// The conversion without a 64-bit division gives what whole `u64`
+    /// nanoseconds, saturating, divided by the tick give: for ticks that
+    /// divide a second (the fast path) and ticks that do not, at sub-second
+    /// edges, at random spans, and past 584 years.
+    #[test]
+    fn tick_conversion_matches_the_nanosecond_arithmetic() {
+        let reference = |span: Duration, tick: u64, up: bool| {
+            let nanos = u64::try_from(span.as_nanos()).unwrap_or(u64::MAX);
+            if up {
+                nanos.div_ceil(tick)
+            } else {
+                nanos / tick
+            }
+        };
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut random = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let ticks_us = [1, 2, 8, 10, 64, 125, 1_000, 3, 7, 16_667, 999_999, 1_000_000, 2_000_000];
+        for tick_us in ticks_us {
+            let (_, time, _) = source(Duration::from_micros(tick_us));
+            let tick = tick_us * 1_000;
+            let mut spans = alloc::vec![Duration::ZERO, Duration::MAX, Duration::from_nanos(u64::MAX)];
+            for secs in [0, 1, 59, 1 << 20, u64::MAX / 1_000_000_000, u64::MAX / 2] {
+                for nanos in [0, 1, tick - 1, tick, tick + 1, 999_999_999, 500_000_000] {
+                    spans.push(Duration::new(secs, (nanos % 1_000_000_000) as u32));
+                }
+            }
+            for _ in 0..20_000 {
+                let secs = random() >> (random() % 64);
+                spans.push(Duration::new(secs, (random() % 1_000_000_000) as u32));
+            }
+            for span in spans {
+                for up in [false, true] {
+                    assert_eq!(
+                        time.ticks(span, up),
+                        reference(span, tick, up),
+                        "{span:?} at a {tick} ns tick, up {up}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_divider_is_exact_below_2_pow_31() {
+        for d in [1, 2, 3, 7, 1_000, 1_024, 16_667_000, 999_999_999, 1_000_000_000] {
+            let divider = Divider::new(d);
+            for n in (0..1u32 << 31).step_by(99_991).chain([(1 << 31) - 1, d as u32, d as u32 - 1]) {
+                assert_eq!(divider.divide(n), u64::from(n) / d, "{n} / {d}");
             }
         }
     }

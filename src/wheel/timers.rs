@@ -53,6 +53,7 @@ impl<T> Wheel<T> {
     /// let key = wheel.try_insert(9, 'x').unwrap();
     /// assert_eq!(wheel.get(key), Some(&'x'));
     /// ```
+    #[inline]
     pub fn try_insert(&mut self, deadline: Tick, value: T) -> Result<TimerKey, CapacityError<T>> {
         let mut next = self.nodes.entries.next_index();
         if next >= self.nodes.entries.capacity().min(Self::MAX_TIMERS) && self.cancelled_len > 0 {
@@ -118,6 +119,7 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.cancel(key), None);
     /// assert!(wheel.is_empty());
     /// ```
+    #[inline]
     pub fn cancel(&mut self, key: TimerKey) -> Option<T> {
         let deadline = self.entry(key)?.deadline;
         if deadline <= self.now {
