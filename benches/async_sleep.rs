@@ -9,7 +9,7 @@
 //! cargo bench --bench async_sleep -- create 1e4      # a section, a size
 //! ```
 //!
-//! Words after `--` pick sections (`create`, `reset`, `lateness`) and
+//! Words after `--` pick sections (`create`, `reset`, `churn`, `lateness`) and
 //! sizes (`1e4`, `1e5`, `1e6`); without any, all of them.
 //!
 //! **Peers**, and how each is driven:
@@ -66,7 +66,15 @@
 //! calling thread, and CPU as above. Then every sleep is polled again and
 //! must still be pending.
 //!
-//! Create + drop and reset are each run 5 times per size (2 in the smoke
+//! **Churn.** The same N sleeps, made and polled once (untimed), then N
+//! steps: each drops the sleep at a random index (splitmix64, the same for
+//! every peer) in place and makes a new one of the next delay there
+//! (`Pin::set`), and polls it once. Connections of a server come and go in
+//! no order; create + drop above drops in creation order, which is kind to
+//! timers whose entries neighbour each other in memory. Columns, ns per
+//! step: on the calling thread, and CPU as above.
+//!
+//! Create + drop, reset and churn are each run 5 times per size (2 in the smoke
 //! test), the peers interleaved in an order rotated every repetition;
 //! each column is the best of its repetitions, on its own (so a total can
 //! be more than the sum of the best phases above it).
@@ -89,9 +97,9 @@
 //! per peer and size, peers rotated by size.
 //!
 //! The machine line and the load average at start and end are printed
-//! with the tables. A full run should take about 2 minutes after the
-//! build: lateness is 15 runs of lead + 2 s (about 45 s), create + drop
-//! and reset 20 runs each per size, the 10^6 ones up to a second or so.
+//! with the tables. A full run takes about 4 minutes after the build:
+//! lateness is 15 runs of lead + 2 s (about 45 s); create + drop, reset
+//! and churn 20 runs each per size, the 10^6 ones up to a few seconds.
 //!
 //! Without `--bench` (as `cargo test --benches` runs it) it is a smoke
 //! test: N = 1,000 only, 2 repetitions, lateness over 200 ms, asserting
@@ -123,7 +131,7 @@ mod rng;
 use core::time::Duration;
 
 use machine::{load_average, machine_line};
-use ops::{CreateDrop, Reset};
+use ops::{Churn, CreateDrop, Reset};
 use peers::{on_peer, Kind, Peers, LATENESS_PEERS, OPS_PEERS};
 use rng::Rng;
 
@@ -240,6 +248,45 @@ fn reset(peers: &Peers, sizes: &Sizes, ns: &[usize]) {
     println!();
 }
 
+/// Churn at each size: best of the repetitions, per column.
+fn churn(peers: &Peers, sizes: &Sizes, ns: &[usize]) {
+    println!(
+        "### Churn (ns per step: drop a sleep at a random index, make and poll a new one there; best of {})",
+        sizes.reps
+    );
+    println!();
+    println!("| N | peer | step | CPU, all threads |");
+    println!("|---:|---|---:|---:|");
+    for &n in ns {
+        let delays = uniform(n, DELAY, DELAY);
+        let mut rng = Rng::new(SEED ^ 0xC4C4);
+        let picks: Vec<usize> = (0..n).map(|_| rng.below(n as u64) as usize).collect();
+        let mut best: [Option<Churn>; OPS_PEERS.len()] = [None; OPS_PEERS.len()];
+        for rep in 0..sizes.reps {
+            for turn in 0..OPS_PEERS.len() {
+                let index = (rep + turn) % OPS_PEERS.len();
+                let run = on_peer!(peers, OPS_PEERS[index], |peer| ops::churn(
+                    peer, &delays, &picks
+                ));
+                best[index] = Some(best[index].map_or(run, |best| Churn {
+                    step: best.step.min(run.step),
+                    cpu: best.cpu.min(run.cpu),
+                }));
+            }
+        }
+        for (kind, best) in OPS_PEERS.iter().zip(best) {
+            let best = best.expect("at least one repetition");
+            println!(
+                "| {n} | {} | {:.1} | {:.1} |",
+                kind.name(),
+                best.step,
+                best.cpu
+            );
+        }
+    }
+    println!();
+}
+
 /// Lateness at each size, one run per peer; in the smoke test, asserts
 /// that none was early.
 fn lateness(peers: &Peers, sizes: &Sizes, ns: &[usize], smoke: bool) {
@@ -307,7 +354,7 @@ fn main() {
         .copied()
         .filter(|n| picked.is_empty() || picked.contains(n))
         .collect();
-    let sections = ["create", "reset", "lateness"];
+    let sections = ["create", "reset", "churn", "lateness"];
     let section =
         |name: &str| !words.iter().any(|word| sections.contains(word)) || words.contains(&name);
 
@@ -325,6 +372,9 @@ fn main() {
     }
     if section("reset") {
         reset(&peers, &sizes, &ns);
+    }
+    if section("churn") {
+        churn(&peers, &sizes, &ns);
     }
     if section("lateness") {
         lateness(&peers, &sizes, &ns, !full);

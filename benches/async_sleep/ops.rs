@@ -59,6 +59,14 @@ impl<F: Future> Slots<F> {
         }
     }
 
+    /// The future at `index`, pinned.
+    #[inline]
+    pub(crate) fn pinned(&mut self, index: usize) -> Pin<&mut F> {
+        // SAFETY: as in `for_each_pinned`: the item never moves, and one
+        // replaced through `Pin::set` is dropped in place first.
+        unsafe { Pin::new_unchecked(&mut self.items[index]) }
+    }
+
     /// Polls each future once; returns how many are pending.
     pub(crate) fn poll_each(&mut self, cx: &mut Context<'_>) -> usize {
         let mut pending = 0;
@@ -187,6 +195,50 @@ pub(crate) fn reset<P: Peer>(peer: &P, delays: &[Duration]) -> Reset {
         Reset {
             reset: per(elapsed, n),
             cpu: per(cpu, n),
+        }
+    })
+}
+
+/// ns per step of one run of churn.
+#[derive(Clone, Copy)]
+pub(crate) struct Churn {
+    pub(crate) step: f64,
+    /// As in `CreateDrop::cpu`, over the steps.
+    pub(crate) cpu: f64,
+}
+
+/// Makes one sleep per delay and polls each once (untimed), then takes
+/// N steps: each replaces the sleep at index `picks[step]` (dropping it in
+/// place) with a new one of `delays[step]`, and polls that once. A server
+/// whose connections come and go in no particular order. Only the steps
+/// are timed.
+pub(crate) fn churn<P: Peer>(peer: &P, delays: &[Duration], picks: &[usize]) -> Churn {
+    let n = delays.len();
+    let waker = noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut slots = Slots::with_capacity(n);
+    peer.enter(|| {
+        for &delay in delays {
+            slots.push(peer.sleep(delay));
+        }
+        assert_eq!(slots.poll_each(&mut cx), n, "a sleep completed at once");
+        settle();
+        let cpu = process_cpu();
+        let start = Instant::now();
+        let mut pending = 0;
+        for (&index, &delay) in picks.iter().zip(delays) {
+            let mut slot = slots.pinned(index);
+            slot.set(peer.sleep(delay));
+            pending += usize::from(slot.as_mut().poll(&mut cx).is_pending());
+        }
+        let elapsed = start.elapsed();
+        settle();
+        let cpu = process_cpu() - cpu;
+        assert_eq!(pending, picks.len(), "a new sleep completed at once");
+        slots.clear();
+        Churn {
+            step: per(elapsed, picks.len()),
+            cpu: per(cpu, picks.len()),
         }
     })
 }

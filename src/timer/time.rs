@@ -94,7 +94,11 @@ impl TimeSource {
             clock,
             origin,
             tick_nanos,
-            per_second: if divides_a_second { NANOS_PER_SEC / tick_nanos } else { 0 },
+            per_second: if divides_a_second {
+                NANOS_PER_SEC / tick_nanos
+            } else {
+                0
+            },
             divider: Divider::new(tick_nanos.min(NANOS_PER_SEC)),
         })
     }
@@ -276,11 +280,17 @@ mod tests {
             state ^= state << 17;
             state
         };
-        let ticks_us = [1, 2, 8, 10, 64, 125, 1_000, 3, 7, 16_667, 999_999, 1_000_000, 2_000_000];
+        let ticks_us = [
+            1, 2, 8, 10, 64, 125, 1_000, 3, 7, 16_667, 999_999, 1_000_000, 2_000_000,
+        ];
         for tick_us in ticks_us {
             let (_, time, _) = source(Duration::from_micros(tick_us));
             let tick = tick_us * 1_000;
-            let mut spans = alloc::vec![Duration::ZERO, Duration::MAX, Duration::from_nanos(u64::MAX)];
+            let mut spans = alloc::vec![
+                Duration::ZERO,
+                Duration::MAX,
+                Duration::from_nanos(u64::MAX)
+            ];
             for secs in [0, 1, 59, 1 << 20, u64::MAX / 1_000_000_000, u64::MAX / 2] {
                 for nanos in [0, 1, tick - 1, tick, tick + 1, 999_999_999, 500_000_000] {
                     spans.push(Duration::new(secs, (nanos % 1_000_000_000) as u32));
@@ -304,9 +314,22 @@ mod tests {
 
     #[test]
     fn the_divider_is_exact_below_2_pow_31() {
-        for d in [1, 2, 3, 7, 1_000, 1_024, 16_667_000, 999_999_999, 1_000_000_000] {
+        for d in [
+            1,
+            2,
+            3,
+            7,
+            1_000,
+            1_024,
+            16_667_000,
+            999_999_999,
+            1_000_000_000,
+        ] {
             let divider = Divider::new(d);
-            for n in (0..1u32 << 31).step_by(99_991).chain([(1 << 31) - 1, d as u32, d as u32 - 1]) {
+            for n in (0..1u32 << 31)
+                .step_by(99_991)
+                .chain([(1 << 31) - 1, d as u32, d as u32 - 1])
+            {
                 assert_eq!(divider.divide(n), u64::from(n) / d, "{n} / {d}");
             }
         }
