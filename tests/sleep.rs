@@ -101,6 +101,60 @@ fn dropping_a_pending_sleep_cancels_its_timer() {
     assert_eq!(timer.stats().fired, 0);
 }
 
+/// Sleeps dropped while filed are cancelled in batches (`filed.rs`): each
+/// counts as cancelled at once, none ever fires, and their wakers are let
+/// go by a full batch or by the driver's next pass.
+#[test]
+fn dropped_sleeps_never_fire_and_let_their_wakers_go() {
+    let (clock, timer) = manual();
+    let (count, waker) = counting();
+    let mut sleeps: Vec<Sleep> = (1..=100).map(|i| timer.sleep(i * MS)).collect();
+    for sleep in &mut sleeps {
+        assert!(poll(sleep, &waker).is_pending());
+    }
+    // `count` and `waker`, and a clone in each filed timer.
+    assert_eq!(Arc::strong_count(&count), 2 + 100);
+    // Dropped in no particular order.
+    let mut order: Vec<usize> = (0..100).map(|i| i * 37 % 100).collect();
+    order.dedup();
+    let mut sleeps: Vec<Option<Sleep>> = sleeps.into_iter().map(Some).collect();
+    for &i in &order {
+        sleeps[i] = None;
+    }
+    assert_eq!(timer.pending(), 0);
+    assert_eq!(timer.stats().cancelled, 100);
+    let held = Arc::strong_count(&count) - 2;
+    assert!(held < 32, "{held} wakers held past a full batch");
+    advance(&clock, &timer, 200 * MS);
+    assert_eq!(
+        count.0.load(Ordering::SeqCst),
+        0,
+        "a dropped sleep woke its task"
+    );
+    assert_eq!(
+        Arc::strong_count(&count),
+        2,
+        "the driver's pass let the rest go"
+    );
+    assert_eq!(timer.stats().fired, 0);
+    assert_eq!(timer.stats().cancelled, 100);
+}
+
+/// A sleep dropped after its timer stopped (drained, and woken) cancels
+/// nothing, and the counts stay right.
+#[test]
+fn a_sleep_dropped_after_shutdown_cancels_nothing() {
+    let (_clock, timer) = manual();
+    let (count, waker) = counting();
+    let mut sleep = timer.sleep(Duration::from_secs(60));
+    assert!(poll(&mut sleep, &waker).is_pending());
+    timer.shutdown();
+    assert_eq!(count.0.load(Ordering::SeqCst), 1, "woken by the shutdown");
+    drop(sleep); // never polled again
+    assert_eq!(timer.pending(), 0);
+    assert_eq!(timer.stats().cancelled, 0);
+}
+
 /// A reset moves a pending sleep, and files a completed one again. A later
 /// deadline is stored lazily: the old one wakes the task once, and that
 /// poll files the sleep at the new deadline.

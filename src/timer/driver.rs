@@ -160,8 +160,18 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
                 class,
             };
             loop {
-                let more = {
+                // Dropped sleeps' wakers, if any: runtime code, dropped at
+                // the end of this round, after the lock.
+                let (more, _dropped) = {
                     let mut wheels = cell.lock.lock();
+                    if wheels.get(class.index).is_none() {
+                        break;
+                    }
+                    // Dropped sleeps' timers go before time moves (`filed.rs`).
+                    #[cfg(feature = "async")]
+                    let dropped = wheels.flush_dropped();
+                    #[cfg(not(feature = "async"))]
+                    let dropped = ();
                     let Some(wheel) = wheels.get_mut(class.index) else {
                         break;
                     };
@@ -173,7 +183,7 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
                         }
                     }
                     cell.publish_len(&wheels);
-                    more
+                    (more, dropped)
                 };
                 deliver(shared, batch);
                 if urgent != Tick::MAX && shared.time.now_tick().0 >= urgent {

@@ -20,7 +20,7 @@
 //! | `clock.rs` | [`Clock`] and the clocks that come with the crate |
 //! | `executor.rs`, `pool.rs` | [`Executor`], the provided executors, [`Undelivered`] values |
 //! | `stats.rs`, `error.rs` | [`Stats`], errors |
-//! | `sleep.rs`, `interval.rs` | feature `async`: `Sleep`, `Timeout`, `Interval`, and the protocol between the driver and a task |
+//! | `sleep.rs`, `filed.rs`, `timeout.rs`, `interval.rs` | feature `async`: `Sleep` and the protocol between the driver and a task, what a sleep shares with its timer (and the batch that cancels dropped sleeps), `Timeout`, `Interval` |
 //! | `export.rs` | what the persistence layer reads out: unfired timers, the clock |
 //! | `sync.rs` | the one facade over std and loom primitives |
 //!
@@ -39,6 +39,8 @@ mod driver;
 mod error;
 mod executor;
 mod export;
+#[cfg(feature = "async")]
+mod filed;
 mod inspect;
 #[cfg(feature = "async")]
 mod interval;
@@ -55,6 +57,8 @@ mod sleep;
 pub(crate) mod stats;
 mod sync;
 mod time;
+#[cfg(feature = "async")]
+mod timeout;
 
 use std::time::Instant;
 
@@ -73,8 +77,10 @@ pub(crate) use job::Unfired;
 pub use job::{Factory, MissedTicks};
 pub use pool::ThreadPool;
 #[cfg(feature = "async")]
-pub use sleep::{Elapsed, Sleep, Timeout};
+pub use sleep::Sleep;
 pub use stats::{Lateness, Stats};
+#[cfg(feature = "async")]
+pub use timeout::{Elapsed, Timeout};
 
 /// The receiving end of a delay queue made by [`Timer::with_channel`]
 /// (crossbeam-channel's receiver, re-exported so you need not name the

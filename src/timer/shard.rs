@@ -63,6 +63,9 @@ pub(super) type Shard<T> = Wheel<Job<T>>;
 pub(super) struct Wheels<T> {
     by_class: Vec<Option<Shard<T>>>,
     geometry: Geometry,
+    /// Dropped sleeps' timers, still filed, to cancel (`filed.rs`).
+    #[cfg(feature = "async")]
+    dropped: super::filed::Dropped,
 }
 
 impl<T> Wheels<T> {
@@ -70,7 +73,30 @@ impl<T> Wheels<T> {
         Wheels {
             by_class: Vec::new(),
             geometry,
+            #[cfg(feature = "async")]
+            dropped: super::filed::Dropped::new(),
         }
+    }
+
+    /// Notes a dropped sleep's timer (`filed.rs`); `true` once the batch
+    /// is full.
+    #[cfg(feature = "async")]
+    #[inline]
+    pub(super) fn push_dropped(&mut self, class: u16, key: crate::TimerKey) -> bool {
+        self.dropped.push(class, key)
+    }
+
+    /// Cancels the noted timers of dropped sleeps, if any: before a wheel's
+    /// time moves, and before a drain. Drop the wakers after the lock.
+    #[cfg(feature = "async")]
+    #[inline]
+    pub(super) fn flush_dropped(&mut self) -> Option<super::filed::DroppedWakers> {
+        if self.dropped.len() == 0 {
+            return None;
+        }
+        let mut wakers = [const { None }; super::filed::DROP_BATCH];
+        self.dropped.cancel_all(&mut self.by_class, &mut wakers);
+        Some(wakers)
     }
 
     /// The wheel of `class`, if a timer of it was ever filed here.
@@ -95,10 +121,13 @@ impl<T> Wheels<T> {
         self.by_class[class].get_or_insert_with(|| Wheel::with_geometry(geometry))
     }
 
-    /// Timers pending in every class.
+    /// Timers pending in every class (not counting dropped sleeps'.)
     #[inline]
     pub(super) fn len(&self) -> usize {
-        self.by_class.iter().flatten().map(Wheel::len).sum()
+        let filed: usize = self.by_class.iter().flatten().map(Wheel::len).sum();
+        #[cfg(feature = "async")]
+        let filed = filed - self.dropped.len();
+        filed
     }
 
     /// Every class's wheel.
@@ -355,10 +384,15 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         let mut jobs = Vec::new();
         for cell in self.shards.iter() {
             let mut wheels = cell.lock.lock();
+            #[cfg(feature = "async")]
+            let dropped = wheels.flush_dropped();
             for wheel in wheels.iter_mut() {
                 jobs.extend(wheel.drain());
             }
             cell.publish_len(&wheels);
+            drop(wheels);
+            #[cfg(feature = "async")]
+            drop(dropped);
         }
         self.release_reservation(
             jobs.iter()

@@ -1,5 +1,5 @@
 //! Async timers on a [`Timer`]'s driver (feature `async`): [`Sleep`],
-//! [`Timeout`], for any executor. No runtime crate is involved: a sleep is
+//! [`Timeout`](super::Timeout), for any executor. No runtime crate is involved: a sleep is
 //! a timer whose job is to wake a task.
 //!
 //! # The protocol (no lost wake-up, no early completion)
@@ -35,8 +35,8 @@
 //! A sleep whose timer is shut down (or whose last handle is dropped)
 //! completes at once: stopping the timer wakes every filed sleep, and a
 //! poll that finds the timer stopped completes. So a task awaiting a sleep
-//! or a [`Timeout`] never hangs on a timer that is gone; a timeout then
-//! reports [`Elapsed`].
+//! or a [`Timeout`](super::Timeout) never hangs on a timer that is gone; a timeout then
+//! reports [`Elapsed`](super::Elapsed).
 
 use alloc::sync::Arc;
 use core::fmt;
@@ -47,117 +47,9 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::executor::Executor;
-use super::job::Job;
-use super::shard::{Shared, RUNNING};
-use super::sync::Ordering;
+use super::filed::Sleeps;
 use super::{Timer, TimerHandle};
 use crate::Tick;
-
-/// What a sleep needs of its timer, whatever the timer's value and
-/// executor types.
-pub(super) trait Sleeps: Send + Sync {
-    fn now(&self) -> Instant;
-    /// The slack of `class`, in ticks.
-    fn slack(&self, class: u16) -> Tick;
-    fn tick_at(&self, deadline: Instant) -> Tick;
-    fn instant_of(&self, tick: Tick) -> Instant;
-    /// `true` once the timer has stopped.
-    fn is_stopped(&self) -> bool;
-    /// Files a timer at `deadline` that wakes `waker`; `None` if the timer
-    /// has stopped.
-    fn file(&self, deadline: Tick, class: u16, waker: Waker) -> Option<TimerHandle>;
-    /// Makes the pending timer `handle` wake `waker`; `false` if it is
-    /// gone (fired, or the timer stopped).
-    fn refresh(&self, handle: TimerHandle, waker: &Waker) -> bool;
-    /// `true` while the timer `handle` is filed.
-    fn is_filed(&self, handle: TimerHandle) -> bool;
-    /// Moves the pending timer `handle`; `false` if it is gone.
-    fn rearm(&self, handle: TimerHandle, deadline: Tick) -> bool;
-    /// Removes the pending timer `handle`, if it is still there.
-    fn disarm(&self, handle: TimerHandle);
-}
-
-impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
-    fn now(&self) -> Instant {
-        self.time.now()
-    }
-
-    fn slack(&self, class: u16) -> Tick {
-        self.classes.get(class).slack
-    }
-
-    #[inline]
-    fn tick_at(&self, deadline: Instant) -> Tick {
-        self.time.tick_at(deadline)
-    }
-
-    fn instant_of(&self, tick: Tick) -> Instant {
-        self.time.instant_of(tick)
-    }
-
-    fn is_stopped(&self) -> bool {
-        self.state.load(Ordering::SeqCst) != RUNNING
-    }
-
-    fn file(&self, deadline: Tick, class: u16, waker: Waker) -> Option<TimerHandle> {
-        // A refusal hands the waker back inside the error, dropped here,
-        // after the lock.
-        self.insert_unreserved(deadline, class, Job::Wake(waker))
-            .ok()
-    }
-
-    fn refresh(&self, handle: TimerHandle, waker: &Waker) -> bool {
-        {
-            let Some((_, mut wheels)) = self.lock(handle) else {
-                return false;
-            };
-            match entry(&mut wheels, handle) {
-                None => return false,
-                Some(stored) if stored.will_wake(waker) => return true,
-                Some(_) => {}
-            }
-        }
-        // Another waker: clone it outside the lock, then swap it in.
-        let new = waker.clone();
-        let old = {
-            let Some((_, mut wheels)) = self.lock(handle) else {
-                return false;
-            };
-            match entry(&mut wheels, handle) {
-                Some(stored) => core::mem::replace(stored, new),
-                // Fired meanwhile: `new` is dropped after the lock.
-                None => return false,
-            }
-        };
-        drop(old);
-        true
-    }
-
-    fn is_filed(&self, handle: TimerHandle) -> bool {
-        self.lock(handle).is_some_and(|(_, wheels)| {
-            wheels
-                .get(handle.class)
-                .is_some_and(|wheel| wheel.contains(handle.key))
-        })
-    }
-
-    fn rearm(&self, handle: TimerHandle, deadline: Tick) -> bool {
-        self.reset_to(handle, deadline)
-    }
-
-    fn disarm(&self, handle: TimerHandle) {
-        // The waker comes back in the job, dropped here, after the lock.
-        drop(self.cancel_job(handle));
-    }
-}
-
-/// The waker of a sleep's filed timer, if it is still filed.
-fn entry<T>(wheels: &mut super::shard::Wheels<T>, handle: TimerHandle) -> Option<&mut Waker> {
-    match wheels.get_mut(handle.class)?.get_mut(handle.key)? {
-        Job::Wake(waker) => Some(waker),
-        _ => None,
-    }
-}
 
 /// A future that completes at a deadline: [`Timer::sleep`],
 /// [`Timer::sleep_until`]. It works under any executor; the timer's
@@ -171,7 +63,7 @@ fn entry<T>(wheels: &mut super::shard::Wheels<T>, handle: TimerHandle) -> Option
 /// **When the timer stops** ([`Timer::shutdown`], or its last handle
 /// dropped), every pending sleep completes at once, and a sleep made
 /// afterwards is complete when made: a task never hangs on a timer that
-/// is gone, and a [`Timeout`] on it reports [`Elapsed`]. A sleep holds the
+/// is gone, and a [`Timeout`](super::Timeout) on it reports [`Elapsed`](super::Elapsed). A sleep holds the
 /// timer's shared state, not its driver, so it does not keep the timer
 /// running. Sleeps do not count against
 /// [`max_pending`](super::Builder::max_pending): they are futures their
@@ -333,8 +225,8 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if let Some((handle, _)) = self.filed.take() {
-            self.timer.disarm(handle);
+        if let Some((handle, at)) = self.filed.take() {
+            self.timer.disarm(handle, at);
         }
     }
 }
@@ -347,109 +239,6 @@ impl fmt::Debug for Sleep {
             .finish_non_exhaustive()
     }
 }
-
-/// A future that runs `F` until a deadline: [`Timer::timeout`]. It
-/// completes with `Ok(output)` if `F` completes first, else with
-/// `Err(Elapsed)` (and drops `F`).
-///
-/// ```
-/// use std::time::Duration;
-/// use tickwheel::timer::Elapsed;
-/// use tickwheel::Timer;
-///
-/// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
-/// #     use std::task::{Context, Poll, Wake, Waker};
-/// #     struct Unpark(std::thread::Thread);
-/// #     impl Wake for Unpark { fn wake(self: std::sync::Arc<Self>) { self.0.unpark() } }
-/// #     let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
-/// #     let mut f = std::pin::pin!(f);
-/// #     loop {
-/// #         if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(&waker)) { return v; }
-/// #         std::thread::park();
-/// #     }
-/// # }
-/// let timer = Timer::new()?;
-/// let never = std::future::pending::<()>();
-/// assert_eq!(block_on(timer.timeout(Duration::from_millis(1), never)), Err(Elapsed));
-/// assert_eq!(block_on(timer.timeout(Duration::from_secs(5), async { 7 })), Ok(7));
-/// # Ok::<(), Box<dyn core::error::Error>>(())
-/// ```
-#[derive(Debug)]
-pub struct Timeout<F> {
-    future: F,
-    sleep: Sleep,
-}
-
-impl<F> Timeout<F> {
-    /// The deadline's sleep, to [`reset`](Sleep::reset) it: an idle
-    /// timeout pushed back on activity.
-    ///
-    /// ```
-    /// use std::time::{Duration, Instant};
-    ///
-    /// let timer = tickwheel::Timer::new()?;
-    /// let mut read = timer.timeout(Duration::from_secs(30), std::future::pending::<()>());
-    /// read.sleep_mut().reset(Instant::now() + Duration::from_secs(60));
-    /// # Ok::<(), Box<dyn core::error::Error>>(())
-    /// ```
-    pub fn sleep_mut(&mut self) -> &mut Sleep {
-        &mut self.sleep
-    }
-
-    /// The future it runs, back, unfinished.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let timer = tickwheel::Timer::new()?;
-    /// let read = timer.timeout(Duration::from_secs(30), std::future::ready(3));
-    /// let ready = read.into_inner();
-    /// # let _ = ready;
-    /// # Ok::<(), Box<dyn core::error::Error>>(())
-    /// ```
-    pub fn into_inner(self) -> F {
-        self.future
-    }
-}
-
-impl<F: Future> Future for Timeout<F> {
-    type Output = Result<F::Output, Elapsed>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // SAFETY: structural pinning of `future`: `Timeout` never moves it
-        // out while pinned (`into_inner` takes an unpinned `self`), has no
-        // `Drop` of its own, and is `Unpin` only if `F` is; `sleep` is
-        // `Unpin` and is not pinned.
-        let (future, sleep) = unsafe {
-            let this = self.get_unchecked_mut();
-            (Pin::new_unchecked(&mut this.future), &mut this.sleep)
-        };
-        if let Poll::Ready(output) = future.poll(cx) {
-            return Poll::Ready(Ok(output));
-        }
-        match Pin::new(sleep).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed)),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-/// The error of a [`Timeout`] whose deadline came first.
-///
-/// ```
-/// let err = tickwheel::timer::Elapsed;
-/// assert_eq!(err.to_string(), "deadline has elapsed");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Elapsed;
-
-impl fmt::Display for Elapsed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("deadline has elapsed")
-    }
-}
-
-impl core::error::Error for Elapsed {}
 
 impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// A future that completes `duration` from now, with this handle's
@@ -483,76 +272,5 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     pub fn sleep_until(&self, deadline: Instant) -> Sleep {
         let deadline = self.owner.shared.time.tick_at(deadline);
         Sleep::new(self.sleeps(), deadline, self.class)
-    }
-
-    /// Runs `future` for at most `duration`: `Ok(output)`, or
-    /// `Err(Elapsed)` once the deadline passes first. Feature `async`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let timer = tickwheel::Timer::new()?;
-    /// let read = timer.timeout(Duration::from_secs(30), std::future::pending::<Vec<u8>>());
-    /// # drop(read);
-    /// # Ok::<(), Box<dyn core::error::Error>>(())
-    /// ```
-    pub fn timeout<F: Future>(&self, duration: Duration, future: F) -> Timeout<F> {
-        Timeout {
-            future,
-            sleep: self.sleep(duration),
-        }
-    }
-
-    #[cfg(not(all(loom, test)))]
-    fn sleeps(&self) -> Arc<dyn Sleeps> {
-        let shared: Arc<Shared<T, E>> = Arc::clone(&self.owner.shared);
-        shared
-    }
-
-    /// loom's `Arc` cannot become a trait object: the models box a handle.
-    #[cfg(all(loom, test))]
-    fn sleeps(&self) -> Arc<dyn Sleeps> {
-        Arc::new(loom_shared::LoomShared(self.owner.shared.clone()))
-    }
-}
-
-#[cfg(all(loom, test))]
-mod loom_shared {
-    use super::*;
-
-    /// A model's `Shared` behind loom's `Arc`, as a `Sleeps`.
-    pub(super) struct LoomShared<T, E>(pub(super) super::super::sync::Arc<Shared<T, E>>);
-
-    impl<T: Send + 'static, E: Executor<T>> Sleeps for LoomShared<T, E> {
-        fn now(&self) -> Instant {
-            self.0.now()
-        }
-        fn slack(&self, class: u16) -> Tick {
-            self.0.slack(class)
-        }
-        fn tick_at(&self, deadline: Instant) -> Tick {
-            self.0.tick_at(deadline)
-        }
-        fn instant_of(&self, tick: Tick) -> Instant {
-            self.0.instant_of(tick)
-        }
-        fn is_stopped(&self) -> bool {
-            self.0.is_stopped()
-        }
-        fn file(&self, deadline: Tick, class: u16, waker: Waker) -> Option<TimerHandle> {
-            self.0.file(deadline, class, waker)
-        }
-        fn refresh(&self, handle: TimerHandle, waker: &Waker) -> bool {
-            self.0.refresh(handle, waker)
-        }
-        fn is_filed(&self, handle: TimerHandle) -> bool {
-            self.0.is_filed(handle)
-        }
-        fn rearm(&self, handle: TimerHandle, deadline: Tick) -> bool {
-            self.0.rearm(handle, deadline)
-        }
-        fn disarm(&self, handle: TimerHandle) {
-            self.0.disarm(handle)
-        }
     }
 }

@@ -1,0 +1,292 @@
+//! What a sleep shares with its timer (feature `async`; the protocol is
+//! at the top of `sleep.rs`): [`Sleeps`], through which a `Sleep` reaches
+//! a timer of any value and executor types, and the batch in which the
+//! timers of dropped sleeps are cancelled.
+//!
+//! # Dropped sleeps
+//!
+//! A sleep's timer lives in the wheel's slab, not in the sleep, so
+//! cancelling it reads one more cache line than dropping the sleep does.
+//! Sleeps that come and go in no particular order (a server's
+//! connections) would pay a cache miss each, one after another. So a
+//! dropped sleep whose timer is not yet due, which is therefore still
+//! filed, is only noted in its shard, under the lock, and counted as
+//! cancelled at once. Once [`DROP_BATCH`] are noted, or before the driver
+//! next moves that shard's time, or before a drain, the batch is
+//! cancelled together: every entry prefetched first, so that the misses
+//! overlap. Since a noted timer is cancelled before its shard's time can
+//! reach its deadline, it never fires; until then it holds its task's
+//! waker (at most `DROP_BATCH` per shard), and it may still be the wheel's
+//! earliest timer, which costs the driver a wake-up for nothing, as any
+//! cancelled timer's old deadline may. A sleep dropped once its deadline
+//! has come, or after the timer stopped, is cancelled at once.
+
+use alloc::sync::Arc;
+use core::task::Waker;
+use std::time::Instant;
+
+use super::executor::Executor;
+use super::job::Job;
+use super::shard::{Shard, ShardCell, Shared, Wheels, RUNNING};
+use super::sync::Ordering;
+use super::{Timer, TimerHandle};
+use crate::{Tick, TimerKey, Wheel};
+
+/// What a sleep needs of its timer, whatever the timer's value and
+/// executor types.
+pub(super) trait Sleeps: Send + Sync {
+    fn now(&self) -> Instant;
+    /// The slack of `class`, in ticks.
+    fn slack(&self, class: u16) -> Tick;
+    fn tick_at(&self, deadline: Instant) -> Tick;
+    fn instant_of(&self, tick: Tick) -> Instant;
+    /// `true` once the timer has stopped.
+    fn is_stopped(&self) -> bool;
+    /// Files a timer at `deadline` that wakes `waker`; `None` if the timer
+    /// has stopped.
+    fn file(&self, deadline: Tick, class: u16, waker: Waker) -> Option<TimerHandle>;
+    /// Makes the pending timer `handle` wake `waker`; `false` if it is
+    /// gone (fired, or the timer stopped).
+    fn refresh(&self, handle: TimerHandle, waker: &Waker) -> bool;
+    /// `true` while the timer `handle` is filed.
+    fn is_filed(&self, handle: TimerHandle) -> bool;
+    /// Moves the pending timer `handle`; `false` if it is gone.
+    fn rearm(&self, handle: TimerHandle, deadline: Tick) -> bool;
+    /// Removes the timer `handle`, filed at `at`, if it is still there.
+    fn disarm(&self, handle: TimerHandle, at: Tick);
+}
+
+impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
+    fn now(&self) -> Instant {
+        self.time.now()
+    }
+
+    fn slack(&self, class: u16) -> Tick {
+        self.classes.get(class).slack
+    }
+
+    #[inline]
+    fn tick_at(&self, deadline: Instant) -> Tick {
+        self.time.tick_at(deadline)
+    }
+
+    fn instant_of(&self, tick: Tick) -> Instant {
+        self.time.instant_of(tick)
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.state.load(Ordering::SeqCst) != RUNNING
+    }
+
+    fn file(&self, deadline: Tick, class: u16, waker: Waker) -> Option<TimerHandle> {
+        // A refusal hands the waker back inside the error, dropped here,
+        // after the lock.
+        self.insert_unreserved(deadline, class, Job::Wake(waker))
+            .ok()
+    }
+
+    fn refresh(&self, handle: TimerHandle, waker: &Waker) -> bool {
+        {
+            let Some((_, mut wheels)) = self.lock(handle) else {
+                return false;
+            };
+            match entry(&mut wheels, handle) {
+                None => return false,
+                Some(stored) if stored.will_wake(waker) => return true,
+                Some(_) => {}
+            }
+        }
+        // Another waker: clone it outside the lock, then swap it in.
+        let new = waker.clone();
+        let old = {
+            let Some((_, mut wheels)) = self.lock(handle) else {
+                return false;
+            };
+            match entry(&mut wheels, handle) {
+                Some(stored) => core::mem::replace(stored, new),
+                // Fired meanwhile: `new` is dropped after the lock.
+                None => return false,
+            }
+        };
+        drop(old);
+        true
+    }
+
+    fn is_filed(&self, handle: TimerHandle) -> bool {
+        self.lock(handle).is_some_and(|(_, wheels)| {
+            wheels
+                .get(handle.class)
+                .is_some_and(|wheel| wheel.contains(handle.key))
+        })
+    }
+
+    fn rearm(&self, handle: TimerHandle, deadline: Tick) -> bool {
+        self.reset_to(handle, deadline)
+    }
+
+    fn disarm(&self, handle: TimerHandle, at: Tick) {
+        let Some((cell, mut wheels)) = self.lock(handle) else {
+            return;
+        };
+        let Some(now) = wheels.get(handle.class).map(Wheel::now) else {
+            return;
+        };
+        if at > now && self.state.load(Ordering::SeqCst) == RUNNING {
+            // Filed and not yet due, so still there: it joins the batch
+            // (module docs) without being read now.
+            let full = wheels.push_dropped(handle.class, handle.key);
+            ShardCell::<T>::bump(&cell.cancelled);
+            cell.publish_one(false);
+            if full {
+                let wakers = wheels.flush_dropped();
+                drop(wheels);
+                // Runtime code, after the lock.
+                drop(wakers);
+            }
+            return;
+        }
+        let job = wheels
+            .get_mut(handle.class)
+            .and_then(|wheel| wheel.cancel(handle.key));
+        if job.is_some() {
+            ShardCell::<T>::bump(&cell.cancelled);
+            cell.publish_one(false);
+        }
+        drop(wheels);
+        drop(job);
+    }
+}
+
+/// The waker of a sleep's filed timer, if it is still filed.
+fn entry<T>(wheels: &mut Wheels<T>, handle: TimerHandle) -> Option<&mut Waker> {
+    match wheels.get_mut(handle.class)?.get_mut(handle.key)? {
+        Job::Wake(waker) => Some(waker),
+        _ => None,
+    }
+}
+
+/// How many dropped sleeps' timers a shard notes before it cancels them
+/// together (module docs).
+pub(super) const DROP_BATCH: usize = 32;
+
+/// The wakers of a cancelled batch, to drop after the lock.
+pub(super) type DroppedWakers = [Option<Waker>; DROP_BATCH];
+
+/// The timers of dropped sleeps a shard has noted (module docs), by slack
+/// class; every one is still filed.
+#[derive(Debug)]
+pub(super) struct Dropped {
+    timers: [Option<(u16, TimerKey)>; DROP_BATCH],
+    len: usize,
+}
+
+impl Dropped {
+    pub(super) const fn new() -> Self {
+        Dropped {
+            timers: [None; DROP_BATCH],
+            len: 0,
+        }
+    }
+
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Notes a timer; `true` once the batch is full.
+    #[inline]
+    pub(super) fn push(&mut self, class: u16, key: TimerKey) -> bool {
+        self.timers[self.len] = Some((class, key));
+        self.len += 1;
+        self.len == DROP_BATCH
+    }
+
+    /// Cancels every noted timer in `by_class` (their entries prefetched
+    /// first); their wakers go to `wakers`.
+    pub(super) fn cancel_all<T>(
+        &mut self,
+        by_class: &mut [Option<Shard<T>>],
+        wakers: &mut DroppedWakers,
+    ) {
+        let noted = &self.timers[..self.len];
+        for &(class, key) in noted.iter().flatten() {
+            if let Some(Some(wheel)) = by_class.get(usize::from(class)) {
+                wheel.prefetch(key);
+            }
+        }
+        for (slot, &(class, key)) in wakers.iter_mut().zip(noted.iter().flatten()) {
+            if let Some(Some(wheel)) = by_class.get_mut(usize::from(class)) {
+                *slot = cancel_waker(wheel, key);
+            }
+            // A noted timer is a sleep's, and still filed.
+            debug_assert!(slot.is_some(), "a noted timer was gone");
+        }
+        self.len = 0;
+    }
+}
+
+/// Cancels a sleep's timer and returns its waker. Not inlined: returned
+/// in registers, the waker does not pass through the stack in pieces of
+/// other widths than it was written in (which stalled the batch).
+#[inline(never)]
+fn cancel_waker<T>(wheel: &mut Shard<T>, key: TimerKey) -> Option<Waker> {
+    match wheel.cancel(key)? {
+        Job::Wake(waker) => Some(waker),
+        _ => None,
+    }
+}
+
+impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
+    #[cfg(not(all(loom, test)))]
+    pub(super) fn sleeps(&self) -> Arc<dyn Sleeps> {
+        let shared: Arc<Shared<T, E>> = Arc::clone(&self.owner.shared);
+        shared
+    }
+
+    /// loom's `Arc` cannot become a trait object: the models box a handle.
+    #[cfg(all(loom, test))]
+    pub(super) fn sleeps(&self) -> Arc<dyn Sleeps> {
+        Arc::new(loom_shared::LoomShared(self.owner.shared.clone()))
+    }
+}
+
+#[cfg(all(loom, test))]
+mod loom_shared {
+    use super::*;
+
+    /// A model's `Shared` behind loom's `Arc`, as a `Sleeps`.
+    pub(super) struct LoomShared<T, E>(pub(super) super::super::sync::Arc<Shared<T, E>>);
+
+    impl<T: Send + 'static, E: Executor<T>> Sleeps for LoomShared<T, E> {
+        fn now(&self) -> Instant {
+            self.0.now()
+        }
+        fn slack(&self, class: u16) -> Tick {
+            self.0.slack(class)
+        }
+        fn tick_at(&self, deadline: Instant) -> Tick {
+            self.0.tick_at(deadline)
+        }
+        fn instant_of(&self, tick: Tick) -> Instant {
+            self.0.instant_of(tick)
+        }
+        fn is_stopped(&self) -> bool {
+            self.0.is_stopped()
+        }
+        fn file(&self, deadline: Tick, class: u16, waker: Waker) -> Option<TimerHandle> {
+            self.0.file(deadline, class, waker)
+        }
+        fn refresh(&self, handle: TimerHandle, waker: &Waker) -> bool {
+            self.0.refresh(handle, waker)
+        }
+        fn is_filed(&self, handle: TimerHandle) -> bool {
+            self.0.is_filed(handle)
+        }
+        fn rearm(&self, handle: TimerHandle, deadline: Tick) -> bool {
+            self.0.rearm(handle, deadline)
+        }
+        fn disarm(&self, handle: TimerHandle, at: Tick) {
+            self.0.disarm(handle, at)
+        }
+    }
+}
