@@ -206,7 +206,7 @@ pub(super) struct Shared<T, E> {
     pub(super) reserved: AtomicUsize,
     pub(super) counters: Counters,
     pub(super) on_undelivered: Option<UndeliveredHook<T>>,
-    pub(super) passes: Passes,
+    pub(super) passes: super::inspect::Passes,
 }
 
 impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
@@ -471,31 +471,4 @@ fn home_shard(shards: usize) -> usize {
 #[cfg(all(loom, test))]
 fn home_shard(_shards: usize) -> usize {
     0
-}
-
-/// Counts the driver's passes over the shards: started ones (wake-ups) and
-/// the last one completed, so that `Timer::sync` can wait for a pass that
-/// began after it was called.
-#[derive(Debug, Default)]
-pub(super) struct Passes {
-    pub(super) started: AtomicU64,
-    #[cfg(all(feature = "test-util", not(all(loom, test))))]
-    pub(super) completed: super::sync::Mutex<u64>,
-    #[cfg(all(feature = "test-util", not(all(loom, test))))]
-    pub(super) done: super::sync::Condvar,
-}
-
-impl Passes {
-    pub(super) fn start(&self) -> u64 {
-        self.started.fetch_add(1, Ordering::SeqCst) + 1
-    }
-
-    pub(super) fn complete(&self, pass: u64) {
-        #[cfg(all(feature = "test-util", not(all(loom, test))))]
-        {
-            *self.completed.lock() = pass;
-            self.done.notify_all();
-        }
-        let _ = pass;
-    }
 }
