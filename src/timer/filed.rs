@@ -1,7 +1,7 @@
 //! What a sleep shares with its timer (feature `async`; the protocol is
 //! at the top of `sleep.rs`): [`Sleeps`], through which a `Sleep` reaches
-//! a timer of any value and executor types, and the batch in which the
-//! timers of dropped sleeps are cancelled.
+//! a timer of any value and executor types, and why the timers of dropped
+//! sleeps are cancelled in batches (the batch is in `dropped.rs`).
 //!
 //! # Dropped sleeps
 //!
@@ -27,10 +27,10 @@ use std::time::Instant;
 
 use super::executor::Executor;
 use super::job::Job;
-use super::shard::{Shard, ShardCell, Shared, Wheels, RUNNING};
+use super::shard::{ShardCell, Shared, Wheels, RUNNING};
 use super::sync::Ordering;
 use super::{Timer, TimerHandle};
-use crate::{Tick, TimerKey, Wheel};
+use crate::{Tick, Wheel};
 
 /// What a sleep needs of its timer, whatever the timer's value and
 /// executor types.
@@ -160,77 +160,6 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
 /// The waker of a sleep's filed timer, if it is still filed.
 fn entry<T>(wheels: &mut Wheels<T>, handle: TimerHandle) -> Option<&mut Waker> {
     match wheels.get_mut(handle.class)?.get_mut(handle.key)? {
-        Job::Wake(waker) => Some(waker),
-        _ => None,
-    }
-}
-
-/// How many dropped sleeps' timers a shard notes before it cancels them
-/// together (module docs).
-pub(super) const DROP_BATCH: usize = 32;
-
-/// The wakers of a cancelled batch, to drop after the lock.
-pub(super) type DroppedWakers = [Option<Waker>; DROP_BATCH];
-
-/// The timers of dropped sleeps a shard has noted (module docs), by slack
-/// class; every one is still filed.
-#[derive(Debug)]
-pub(super) struct Dropped {
-    timers: [Option<(u16, TimerKey)>; DROP_BATCH],
-    len: usize,
-}
-
-impl Dropped {
-    pub(super) const fn new() -> Self {
-        Dropped {
-            timers: [None; DROP_BATCH],
-            len: 0,
-        }
-    }
-
-    #[inline]
-    pub(super) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Notes a timer; `true` once the batch is full.
-    #[inline]
-    pub(super) fn push(&mut self, class: u16, key: TimerKey) -> bool {
-        self.timers[self.len] = Some((class, key));
-        self.len += 1;
-        self.len == DROP_BATCH
-    }
-
-    /// Cancels every noted timer in `by_class` (their entries prefetched
-    /// first); their wakers go to `wakers`.
-    pub(super) fn cancel_all<T>(
-        &mut self,
-        by_class: &mut [Option<Shard<T>>],
-        wakers: &mut DroppedWakers,
-    ) {
-        let noted = &self.timers[..self.len];
-        for &(class, key) in noted.iter().flatten() {
-            if let Some(Some(wheel)) = by_class.get(usize::from(class)) {
-                wheel.prefetch(key);
-            }
-        }
-        for (slot, &(class, key)) in wakers.iter_mut().zip(noted.iter().flatten()) {
-            if let Some(Some(wheel)) = by_class.get_mut(usize::from(class)) {
-                *slot = cancel_waker(wheel, key);
-            }
-            // A noted timer is a sleep's, and still filed.
-            debug_assert!(slot.is_some(), "a noted timer was gone");
-        }
-        self.len = 0;
-    }
-}
-
-/// Cancels a sleep's timer and returns its waker. Not inlined: returned
-/// in registers, the waker does not pass through the stack in pieces of
-/// other widths than it was written in (which stalled the batch).
-#[inline(never)]
-fn cancel_waker<T>(wheel: &mut Shard<T>, key: TimerKey) -> Option<Waker> {
-    match wheel.cancel(key)? {
         Job::Wake(waker) => Some(waker),
         _ => None,
     }

@@ -8,7 +8,7 @@
 //! | file | owns |
 //! |------|------|
 //! | `api.rs` | [`Timer`]: schedule, cancel, reset, shutdown |
-//! | `inspect.rs` | queries on a handle, pending count, stats, `sync` |
+//! | `inspect.rs`, `passes.rs` | queries on a handle, pending count, stats, `sync`, and the driver's pass counter it waits on |
 //! | `builder.rs` | [`Builder`]: settings, checks, start-up |
 //! | `periodic.rs` | fixed-rate and fixed-delay scheduling, and the fixed-delay run protocol |
 //! | `job.rs` | what a wheel entry holds; a repeating timer's cadence (state table) |
@@ -20,7 +20,7 @@
 //! | `clock.rs` | [`Clock`] and the clocks that come with the crate |
 //! | `executor.rs`, `pool.rs` | [`Executor`], the provided executors, [`Undelivered`] values |
 //! | `stats.rs`, `error.rs` | [`Stats`], errors |
-//! | `sleep.rs`, `filed.rs`, `timeout.rs`, `interval.rs` | feature `async`: `Sleep` and the protocol between the driver and a task, what a sleep shares with its timer (and the batch that cancels dropped sleeps), `Timeout`, `Interval` |
+//! | `sleep.rs`, `filed.rs`, `dropped.rs`, `timeout.rs`, `interval.rs` | feature `async`: `Sleep` and the protocol between the driver and a task, what a sleep shares with its timer, the batch that cancels dropped sleeps' timers, `Timeout`, `Interval` |
 //! | `export.rs` | what the persistence layer reads out: unfired timers, the clock |
 //! | `sync.rs` | the one facade over std and loom primitives |
 //!
@@ -36,6 +36,8 @@ mod api;
 mod builder;
 mod clock;
 mod driver;
+#[cfg(feature = "async")]
+mod dropped;
 mod error;
 mod executor;
 mod export;
@@ -48,6 +50,7 @@ mod job;
 #[cfg(all(test, any(loom, feature = "test-util")))]
 mod models;
 mod owner;
+mod passes;
 mod periodic;
 mod pool;
 mod shard;

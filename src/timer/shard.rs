@@ -65,7 +65,7 @@ pub(super) struct Wheels<T> {
     geometry: Geometry,
     /// Dropped sleeps' timers, still filed, to cancel (`filed.rs`).
     #[cfg(feature = "async")]
-    dropped: super::filed::Dropped,
+    dropped: super::dropped::Dropped,
 }
 
 impl<T> Wheels<T> {
@@ -74,7 +74,7 @@ impl<T> Wheels<T> {
             by_class: Vec::new(),
             geometry,
             #[cfg(feature = "async")]
-            dropped: super::filed::Dropped::new(),
+            dropped: super::dropped::Dropped::new(),
         }
     }
 
@@ -90,11 +90,11 @@ impl<T> Wheels<T> {
     /// time moves, and before a drain. Drop the wakers after the lock.
     #[cfg(feature = "async")]
     #[inline]
-    pub(super) fn flush_dropped(&mut self) -> Option<super::filed::DroppedWakers> {
+    pub(super) fn flush_dropped(&mut self) -> Option<super::dropped::DroppedWakers> {
         if self.dropped.len() == 0 {
             return None;
         }
-        let mut wakers = [const { None }; super::filed::DROP_BATCH];
+        let mut wakers = [const { None }; super::dropped::DROP_BATCH];
         self.dropped.cancel_all(&mut self.by_class, &mut wakers);
         Some(wakers)
     }
@@ -206,7 +206,7 @@ pub(super) struct Shared<T, E> {
     pub(super) reserved: AtomicUsize,
     pub(super) counters: Counters,
     pub(super) on_undelivered: Option<UndeliveredHook<T>>,
-    pub(super) passes: super::inspect::Passes,
+    pub(super) passes: super::passes::Passes,
 }
 
 impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
