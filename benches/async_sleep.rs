@@ -131,7 +131,7 @@ mod rng;
 use core::time::Duration;
 
 use machine::{load_average, machine_line};
-use ops::{Churn, CreateDrop, Reset};
+use ops::{CreateDrop, PerOp};
 use peers::{on_peer, Kind, Peers, LATENESS_PEERS, OPS_PEERS};
 use rng::Rng;
 
@@ -224,26 +224,9 @@ fn reset(peers: &Peers, sizes: &Sizes, ns: &[usize]) {
     println!("|---:|---|---:|---:|");
     for &n in ns {
         let delays = uniform(n, DELAY, DELAY);
-        let mut best: [Option<Reset>; OPS_PEERS.len()] = [None; OPS_PEERS.len()];
-        for rep in 0..sizes.reps {
-            for turn in 0..OPS_PEERS.len() {
-                let index = (rep + turn) % OPS_PEERS.len();
-                let run = on_peer!(peers, OPS_PEERS[index], |peer| ops::reset(peer, &delays));
-                best[index] = Some(best[index].map_or(run, |best| Reset {
-                    reset: best.reset.min(run.reset),
-                    cpu: best.cpu.min(run.cpu),
-                }));
-            }
-        }
-        for (kind, best) in OPS_PEERS.iter().zip(best) {
-            let best = best.expect("at least one repetition");
-            println!(
-                "| {n} | {} | {:.1} | {:.1} |",
-                kind.name(),
-                best.reset,
-                best.cpu
-            );
-        }
+        best_per_op(n, sizes.reps, |kind| {
+            on_peer!(peers, kind, |peer| ops::reset(peer, &delays))
+        });
     }
     println!();
 }
@@ -261,30 +244,34 @@ fn churn(peers: &Peers, sizes: &Sizes, ns: &[usize]) {
         let delays = uniform(n, DELAY, DELAY);
         let mut rng = Rng::new(SEED ^ 0xC4C4);
         let picks: Vec<usize> = (0..n).map(|_| rng.below(n as u64) as usize).collect();
-        let mut best: [Option<Churn>; OPS_PEERS.len()] = [None; OPS_PEERS.len()];
-        for rep in 0..sizes.reps {
-            for turn in 0..OPS_PEERS.len() {
-                let index = (rep + turn) % OPS_PEERS.len();
-                let run = on_peer!(peers, OPS_PEERS[index], |peer| ops::churn(
-                    peer, &delays, &picks
-                ));
-                best[index] = Some(best[index].map_or(run, |best| Churn {
-                    step: best.step.min(run.step),
-                    cpu: best.cpu.min(run.cpu),
-                }));
-            }
-        }
-        for (kind, best) in OPS_PEERS.iter().zip(best) {
-            let best = best.expect("at least one repetition");
-            println!(
-                "| {n} | {} | {:.1} | {:.1} |",
-                kind.name(),
-                best.step,
-                best.cpu
-            );
-        }
+        best_per_op(n, sizes.reps, |kind| {
+            on_peer!(peers, kind, |peer| ops::churn(peer, &delays, &picks))
+        });
     }
     println!();
+}
+
+/// Runs `run` `reps` times for each peer of `OPS_PEERS`, interleaved in an
+/// order rotated every repetition, and prints each peer's best, column by
+/// column, as a row of size `n`.
+fn best_per_op(n: usize, reps: usize, mut run: impl FnMut(Kind) -> PerOp) {
+    let mut best: [Option<PerOp>; OPS_PEERS.len()] = [None; OPS_PEERS.len()];
+    for rep in 0..reps {
+        for turn in 0..OPS_PEERS.len() {
+            let index = (rep + turn) % OPS_PEERS.len();
+            let this = run(OPS_PEERS[index]);
+            best[index] = Some(best[index].map_or(this, |best| best.min(this)));
+        }
+    }
+    for (kind, best) in OPS_PEERS.iter().zip(best) {
+        let best = best.expect("at least one repetition");
+        println!(
+            "| {n} | {} | {:.1} | {:.1} |",
+            kind.name(),
+            best.ns,
+            best.cpu
+        );
+    }
 }
 
 /// Lateness at each size, one run per peer; in the smoke test, asserts

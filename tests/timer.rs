@@ -11,13 +11,13 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
-use tickwheel::timer::{Expired, ManualClock, MissedTicks, ThreadPool};
+use tickwheel::timer::{Expired, ManualClock, MissedTicks};
 use tickwheel::Timer;
 
 #[allow(dead_code)]
 #[path = "support/timers.rs"]
 mod timers;
-use timers::{advance, channel_timer, manual_inline};
+use timers::{advance, channel_timer, manual_inline, manual_pool};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -331,12 +331,7 @@ fn stats_count_what_happened() {
 
 #[test]
 fn a_slow_task_on_the_pool_does_not_delay_other_timers() {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .executor(ThreadPool::new(2))
-        .build()
-        .unwrap();
+    let (clock, timer) = manual_pool();
     let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
     let (done_tx, done_rx) = crossbeam_channel::unbounded();
     let slow_done = done_tx.clone();

@@ -18,7 +18,7 @@ use tickwheel::Timer;
 #[allow(dead_code)]
 #[path = "support/timers.rs"]
 mod timers;
-use timers::{advance, channel_timer};
+use timers::{advance, channel_timer, manual_pool};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -80,12 +80,7 @@ fn shutdown_returns_when_a_task_parked_the_driver_thread() {
 
 #[test]
 fn graceful_shutdown_fires_what_is_due_and_drains_the_pool() {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .executor(ThreadPool::new(2))
-        .build()
-        .unwrap();
+    let (clock, timer) = manual_pool();
     let done = Arc::new(AtomicUsize::new(0));
     for _ in 0..50 {
         let done = Arc::clone(&done);

@@ -160,23 +160,37 @@ pub(crate) fn create_drop<P: Peer>(peer: &P, delays: &[Duration]) -> CreateDrop 
     })
 }
 
-/// ns per reset of one run of reset.
+/// ns per operation of one run of reset or churn.
 #[derive(Clone, Copy)]
-pub(crate) struct Reset {
-    pub(crate) reset: f64,
-    /// As in `CreateDrop::cpu`, over the resets.
+pub(crate) struct PerOp {
+    pub(crate) ns: f64,
+    /// As in `CreateDrop::cpu`, over the operations.
     pub(crate) cpu: f64,
 }
 
-/// Makes one sleep per delay and polls each once (untimed), then resets
-/// each once, to `LATER` + its delay from the start of the resets: later
-/// than its first deadline. Only the resets are timed.
-pub(crate) fn reset<P: Peer>(peer: &P, delays: &[Duration]) -> Reset {
+impl PerOp {
+    /// The best of both, column by column.
+    pub(crate) fn min(self, other: PerOp) -> PerOp {
+        PerOp {
+            ns: self.ns.min(other.ns),
+            cpu: self.cpu.min(other.cpu),
+        }
+    }
+}
+
+/// Makes one sleep per delay and polls each once (untimed), lets the
+/// process go quiet, then times `op` on them (it returns how many
+/// operations it did), and hands them to `check` before dropping them.
+fn time_on_pending<P: Peer>(
+    peer: &P,
+    delays: &[Duration],
+    op: impl FnOnce(&mut Slots<P::Sleep>, &mut Context<'_>) -> usize,
+    check: impl FnOnce(&mut Slots<P::Sleep>, &mut Context<'_>),
+) -> PerOp {
     let n = delays.len();
     let waker = noop_waker();
     let mut cx = Context::from_waker(&waker);
     let mut slots = Slots::with_capacity(n);
-    let later: Vec<Duration> = delays.iter().map(|&delay| delay + LATER).collect();
     peer.enter(|| {
         for &delay in delays {
             slots.push(peer.sleep(delay));
@@ -185,26 +199,35 @@ pub(crate) fn reset<P: Peer>(peer: &P, delays: &[Duration]) -> Reset {
         settle();
         let cpu = process_cpu();
         let start = Instant::now();
-        slots.for_each_pinned(|index, sleep| peer.reset(sleep, start, later[index]));
+        let ops = op(&mut slots, &mut cx);
         let elapsed = start.elapsed();
         settle();
         let cpu = process_cpu() - cpu;
-        // Still pending: no reset made a sleep due.
-        assert_eq!(slots.poll_each(&mut cx), n, "a reset sleep completed");
+        check(&mut slots, &mut cx);
         slots.clear();
-        Reset {
-            reset: per(elapsed, n),
-            cpu: per(cpu, n),
+        PerOp {
+            ns: per(elapsed, ops),
+            cpu: per(cpu, ops),
         }
     })
 }
 
-/// ns per step of one run of churn.
-#[derive(Clone, Copy)]
-pub(crate) struct Churn {
-    pub(crate) step: f64,
-    /// As in `CreateDrop::cpu`, over the steps.
-    pub(crate) cpu: f64,
+/// Makes one sleep per delay and polls each once (untimed), then resets
+/// each once, to `LATER` + its delay from the start of the resets: later
+/// than its first deadline. Only the resets are timed.
+pub(crate) fn reset<P: Peer>(peer: &P, delays: &[Duration]) -> PerOp {
+    let later: Vec<Duration> = delays.iter().map(|&delay| delay + LATER).collect();
+    time_on_pending(
+        peer,
+        delays,
+        |slots, _| {
+            let start = Instant::now();
+            slots.for_each_pinned(|index, sleep| peer.reset(sleep, start, later[index]));
+            later.len()
+        },
+        // Still pending: no reset made a sleep due.
+        |slots, cx| assert_eq!(slots.poll_each(cx), later.len(), "a reset sleep completed"),
+    )
 }
 
 /// Makes one sleep per delay and polls each once (untimed), then takes
@@ -212,33 +235,20 @@ pub(crate) struct Churn {
 /// place) with a new one of `delays[step]`, and polls that once. A server
 /// whose connections come and go in no particular order. Only the steps
 /// are timed.
-pub(crate) fn churn<P: Peer>(peer: &P, delays: &[Duration], picks: &[usize]) -> Churn {
-    let n = delays.len();
-    let waker = noop_waker();
-    let mut cx = Context::from_waker(&waker);
-    let mut slots = Slots::with_capacity(n);
-    peer.enter(|| {
-        for &delay in delays {
-            slots.push(peer.sleep(delay));
-        }
-        assert_eq!(slots.poll_each(&mut cx), n, "a sleep completed at once");
-        settle();
-        let cpu = process_cpu();
-        let start = Instant::now();
-        let mut pending = 0;
-        for (&index, &delay) in picks.iter().zip(delays) {
-            let mut slot = slots.pinned(index);
-            slot.set(peer.sleep(delay));
-            pending += usize::from(slot.as_mut().poll(&mut cx).is_pending());
-        }
-        let elapsed = start.elapsed();
-        settle();
-        let cpu = process_cpu() - cpu;
-        assert_eq!(pending, picks.len(), "a new sleep completed at once");
-        slots.clear();
-        Churn {
-            step: per(elapsed, picks.len()),
-            cpu: per(cpu, picks.len()),
-        }
-    })
+pub(crate) fn churn<P: Peer>(peer: &P, delays: &[Duration], picks: &[usize]) -> PerOp {
+    time_on_pending(
+        peer,
+        delays,
+        |slots, cx| {
+            let mut pending = 0;
+            for (&index, &delay) in picks.iter().zip(delays) {
+                let mut slot = slots.pinned(index);
+                slot.set(peer.sleep(delay));
+                pending += usize::from(slot.as_mut().poll(cx).is_pending());
+            }
+            assert_eq!(pending, picks.len(), "a new sleep completed at once");
+            picks.len()
+        },
+        |_, _| {},
+    )
 }

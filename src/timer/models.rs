@@ -322,6 +322,27 @@ fn poll_sleep(sleep: &mut super::Sleep, waker: &core::task::Waker) -> core::task
     core::pin::Pin::new(sleep).poll(&mut core::task::Context::from_waker(waker))
 }
 
+/// A timer on a manual clock, a sleep on it due in 1 ms and polled once
+/// (pending) with a counting waker, and a thread moving the clock to that
+/// deadline, so that the driver fires the sleep while the model goes on.
+#[cfg(feature = "async")]
+#[allow(clippy::type_complexity)]
+fn a_sleep_about_to_fire() -> (
+    Harness,
+    super::Sleep,
+    alloc::sync::Arc<CountingWaker>,
+    core::task::Waker,
+    super::sync::JoinHandle<()>,
+) {
+    let (h, _) = Harness::new();
+    let mut sleep = h.timer.sleep(MS);
+    let (woken, waker) = CountingWaker::new();
+    assert!(poll_sleep(&mut sleep, &waker).is_pending());
+    let clock = h.clock.clone();
+    let advancer = thread::spawn(move || clock.advance(MS));
+    (h, sleep, woken, waker, advancer)
+}
+
 /// A pending sleep is dropped while the driver fires it: its timer leaves
 /// the wheel exactly once (by the drop's cancel or by the fire), its task
 /// is woken at most once, and nothing stays filed.
@@ -329,13 +350,7 @@ fn poll_sleep(sleep: &mut super::Sleep, waker: &core::task::Waker) -> core::task
 #[test]
 fn sleep_fire_against_drop() {
     model(|| {
-        let (h, _) = Harness::new();
-        let mut sleep = h.timer.sleep(MS);
-        let (woken, waker) = CountingWaker::new();
-        assert!(poll_sleep(&mut sleep, &waker).is_pending());
-        assert_eq!(h.timer.pending(), 1);
-        let clock = h.clock.clone();
-        let advancer = thread::spawn(move || clock.advance(MS));
+        let (h, sleep, woken, _waker, advancer) = a_sleep_about_to_fire();
         drop(sleep);
         advancer.join().expect("advancer");
         assert_eq!(h.timer.pending(), 0, "a dropped sleep stayed filed");
@@ -354,12 +369,7 @@ fn sleep_fire_against_drop() {
 #[test]
 fn sleep_fire_against_a_repoll_with_a_new_waker() {
     model(|| {
-        let (h, _) = Harness::new();
-        let mut sleep = h.timer.sleep(MS);
-        let (old, old_waker) = CountingWaker::new();
-        assert!(poll_sleep(&mut sleep, &old_waker).is_pending());
-        let clock = h.clock.clone();
-        let advancer = thread::spawn(move || clock.advance(MS));
+        let (h, mut sleep, old, _old_waker, advancer) = a_sleep_about_to_fire();
         let (new, new_waker) = CountingWaker::new();
         let seen = poll_sleep(&mut sleep, &new_waker).is_ready();
         advancer.join().expect("advancer");
@@ -379,14 +389,10 @@ fn sleep_fire_against_a_repoll_with_a_new_waker() {
 #[test]
 fn sleep_reset_against_the_old_timer_firing() {
     model(|| {
-        let (h, _) = Harness::new();
-        let start = super::Clock::now(&h.clock);
-        let mut sleep = h.timer.sleep(MS);
-        let (woken, waker) = CountingWaker::new();
-        assert!(poll_sleep(&mut sleep, &waker).is_pending());
-        let clock = h.clock.clone();
-        let advancer = thread::spawn(move || clock.advance(MS));
-        sleep.reset(start + 2 * MS);
+        let (h, mut sleep, woken, waker, advancer) = a_sleep_about_to_fire();
+        // Its deadline is 1 ms after the clock's origin, where it still is
+        // or where the advancer is taking it: push it to 2 ms.
+        sleep.reset(sleep.deadline() + MS);
         advancer.join().expect("advancer");
         // The old timer fired (or will): at most one early wake-up, and a
         // poll never completes before the new deadline.

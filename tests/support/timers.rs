@@ -1,5 +1,6 @@
 //! Timers on a manual clock, shared by the std-layer test files
-//! (`tests/timer.rs`, `tests/periodic.rs`, `tests/usage.rs`): time moves
+//! (`tests/timer.rs`, `tests/timer_lifecycle.rs`, `tests/periodic.rs`,
+//! `tests/usage.rs`): time moves
 //! only when a test says so, and `advance` waits for the driver's pass.
 //! These timers have zero slack, so every timer is due exactly at its
 //! deadline and the tests can say when it fires (`tests/slack.rs` tests
@@ -8,7 +9,7 @@
 use core::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
-use tickwheel::timer::{Executor, Inline, ManualClock, Task};
+use tickwheel::timer::{Executor, Inline, ManualClock, Task, ThreadPool};
 use tickwheel::Timer;
 
 /// A timer of closures run on the driver thread.
@@ -18,6 +19,18 @@ pub(crate) fn manual_inline() -> (ManualClock, Timer<Task, Inline>) {
         .clock(clock.clone())
         .slack(Duration::ZERO)
         .executor(Inline)
+        .build()
+        .unwrap();
+    (clock, timer)
+}
+
+/// A timer of closures run on a pool of two workers.
+pub(crate) fn manual_pool() -> (ManualClock, Timer<Task, ThreadPool>) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(Duration::ZERO)
+        .executor(ThreadPool::new(2))
         .build()
         .unwrap();
     (clock, timer)
