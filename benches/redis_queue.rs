@@ -19,10 +19,6 @@
 //! clock, which is the server's. Prints markdown tables for
 //! `docs/benchmarks.md`.
 
-// The RESP client below brings its own copy of the redis-server harness
-// (its tests', unused here).
-#![allow(clippy::duplicate_mod)]
-
 extern crate alloc;
 
 use alloc::sync::Arc;
@@ -37,10 +33,6 @@ use tickwheel::redis::{Queue, Scheduled};
 
 #[path = "../tests/support/redis_server.rs"]
 mod redis_server;
-// The crate's RESP client (its unit tests come along, unused, under cfg(test)).
-#[allow(unused, unreachable_pub)]
-#[path = "../src/redis/resp/mod.rs"]
-mod resp;
 #[path = "peers/zset_poller.rs"]
 mod zset_poller;
 
@@ -334,7 +326,7 @@ fn tickwheel_deliveries(
     window: Duration,
     lead: Duration,
 ) -> Deliveries {
-    let queue = Queue::builder(server.addr(), "bench")
+    let queue = Queue::builder(&server.url(), "bench")
         .batch(100)
         .connect()
         .unwrap();
@@ -417,12 +409,12 @@ fn seed_deliveries(
         .enumerate()
         .map(|(i, &at)| (format!("j{i}"), micros(at), b"order".to_vec()))
         .collect();
-    let mut conn = zset_poller::connect(server.addr());
+    let mut conn = zset_poller::connect(&server.url());
     for chunk in jobs.chunks(1000) {
         zset_poller::schedule(&mut conn, chunk);
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let mover = zset_poller::spawn_mover(server.addr(), Arc::clone(&stop));
+    let mover = zset_poller::spawn_mover(server.url(), Arc::clone(&stop));
     let delivered = Arc::new(AtomicUsize::new(0));
     let give_up = Instant::now() + lead + window + Duration::from_secs(30);
     let results = std::thread::scope(|scope| {
@@ -430,9 +422,9 @@ fn seed_deliveries(
             .map(|_| {
                 let delivered = Arc::clone(&delivered);
                 let n = sizes.jobs;
-                let addr = server.addr();
+                let url = server.url();
                 scope.spawn(move || {
-                    let mut conn = zset_poller::connect(addr);
+                    let mut conn = zset_poller::connect(&url);
                     let mut d = Deliveries::default();
                     let mut seen = HashMap::new();
                     while delivered.load(Ordering::Relaxed) < n && Instant::now() < give_up {
@@ -459,7 +451,7 @@ fn seed_deliveries(
 }
 
 fn tickwheel_schedule_rates(server: &RedisServer, n: usize) -> (f64, f64, f64) {
-    let queue = Queue::builder(server.addr(), "bench").connect().unwrap();
+    let queue = Queue::builder(&server.url(), "bench").connect().unwrap();
     let hour = Duration::from_secs(3600);
     let ids: Vec<String> = (0..n).map(|i| format!("s{i}")).collect();
     let started = Instant::now();
@@ -509,7 +501,7 @@ fn seed_schedule_rates(server: &RedisServer, n: usize) -> (f64, f64) {
     let jobs: Vec<(String, u64, Vec<u8>)> = (0..n)
         .map(|i| (format!("s{i}"), due, b"order".to_vec()))
         .collect();
-    let mut conn = zset_poller::connect(server.addr());
+    let mut conn = zset_poller::connect(&server.url());
     let started = Instant::now();
     for chunk in jobs.chunks(1000) {
         zset_poller::schedule(&mut conn, chunk);
@@ -519,9 +511,9 @@ fn seed_schedule_rates(server: &RedisServer, n: usize) -> (f64, f64) {
     let started = Instant::now();
     std::thread::scope(|scope| {
         for part in jobs.chunks(n.div_ceil(4)) {
-            let addr = server.addr();
+            let url = server.url();
             scope.spawn(move || {
-                let mut conn = zset_poller::connect(addr);
+                let mut conn = zset_poller::connect(&url);
                 for chunk in part.chunks(1000) {
                     zset_poller::schedule(&mut conn, chunk);
                 }
@@ -532,7 +524,7 @@ fn seed_schedule_rates(server: &RedisServer, n: usize) -> (f64, f64) {
 }
 
 fn tickwheel_idle(server: &RedisServer, idle: Duration) -> f64 {
-    let queue = Queue::builder(server.addr(), "bench").connect().unwrap();
+    let queue = Queue::builder(&server.url(), "bench").connect().unwrap();
     let consumer = queue.consumer().unwrap();
     let waiter =
         std::thread::spawn(move || consumer.fetch(1, idle + Duration::from_secs(4)).unwrap());
@@ -546,12 +538,12 @@ fn tickwheel_idle(server: &RedisServer, idle: Duration) -> f64 {
 
 fn seed_idle(server: &RedisServer, idle: Duration) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
-    let mover = zset_poller::spawn_mover(server.addr(), Arc::clone(&stop));
+    let mover = zset_poller::spawn_mover(server.url(), Arc::clone(&stop));
     let consumers: Vec<_> = (0..CONSUMER_THREADS)
         .map(|_| {
-            let (addr, stop) = (server.addr(), Arc::clone(&stop));
+            let (url, stop) = (server.url(), Arc::clone(&stop));
             std::thread::spawn(move || {
-                let mut conn = zset_poller::connect(addr);
+                let mut conn = zset_poller::connect(&url);
                 while !stop.load(Ordering::Relaxed) {
                     zset_poller::take(&mut conn);
                 }
@@ -585,7 +577,7 @@ fn victims(sizes: &Sizes) -> Vec<usize> {
 }
 
 fn tickwheel_cancel(server: &RedisServer, sizes: &Sizes) -> f64 {
-    let queue = Queue::builder(server.addr(), "bench").connect().unwrap();
+    let queue = Queue::builder(&server.url(), "bench").connect().unwrap();
     let ids: Vec<String> = (0..sizes.jobs).map(|i| format!("c{i}")).collect();
     for part in ids.chunks(1000) {
         let jobs: Vec<(&str, Duration, &[u8])> = part
@@ -610,7 +602,7 @@ fn seed_cancel(server: &RedisServer, sizes: &Sizes) -> f64 {
     let jobs: Vec<(String, u64, Vec<u8>)> = (0..sizes.jobs)
         .map(|i| (format!("c{i}"), due, b"order".to_vec()))
         .collect();
-    let mut conn = zset_poller::connect(server.addr());
+    let mut conn = zset_poller::connect(&server.url());
     for chunk in jobs.chunks(1000) {
         zset_poller::schedule(&mut conn, chunk);
     }

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --release --example orders_durable
-//! cargo run --release --example orders_durable -- --redis 127.0.0.1:6380 --orders 20000
+//! cargo run --release --example orders_durable -- --redis redis://127.0.0.1:6380 --orders 20000
 //! ```
 //!
 //! Without `--redis` it starts its own `redis-server` (Debian's package:
@@ -27,7 +27,6 @@
 extern crate alloc;
 
 use alloc::sync::Arc;
-use core::net::SocketAddr;
 use core::time::Duration;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
@@ -53,7 +52,7 @@ fn main() {
         let value = args.next().unwrap_or_default();
         match arg.as_str() {
             "--role" => role = Some(value),
-            "--redis" => redis = Some(value.parse::<SocketAddr>().expect("--redis HOST:PORT")),
+            "--redis" => redis = Some(value),
             "--orders" => orders = value.parse().expect("--orders N"),
             "--index" => index = value.parse().expect("--index N"),
             other => {
@@ -63,16 +62,16 @@ fn main() {
         }
     }
     match role.as_deref() {
-        Some("producer") => produce(redis.expect("--redis"), index, orders / PRODUCERS),
-        Some("consumer") => consume(redis.expect("--redis")),
+        Some("producer") => produce(&redis.expect("--redis"), index, orders / PRODUCERS),
+        Some("consumer") => consume(&redis.expect("--redis")),
         _ => {
             let own = redis.is_none().then(|| {
                 redis_server::RedisServer::start_with(
                     redis_server::Config::new().appendfsync(redis_server::Fsync::Always),
                 )
             });
-            let addr = redis.unwrap_or_else(|| own.as_ref().unwrap().addr());
-            let ok = run(addr, orders);
+            let url = redis.unwrap_or_else(|| own.as_ref().map(|s| s.url()).unwrap_or_default());
+            let ok = run(&url, orders);
             drop(own);
             std::process::exit(if ok { 0 } else { 1 });
         }
@@ -82,8 +81,8 @@ fn main() {
 /// A producer: schedules its orders, pays most of them before their
 /// timeout. Prints `S id` when an order exists, `P id` when a payment won,
 /// `L id` when it came too late (the order is being closed).
-fn produce(addr: SocketAddr, index: u32, orders: u32) {
-    let queue = Queue::connect(addr, QUEUE).expect("connect");
+fn produce(url: &str, index: u32, orders: u32) {
+    let queue = Queue::connect(url, QUEUE).expect("connect");
     let mut rng = (u64::from(index) + 1) * 0x9E37_79B9_7F4A_7C15;
     let mut next = || {
         rng ^= rng << 13;
@@ -137,8 +136,8 @@ fn pay_due(queue: &Queue, payments: &mut Vec<(Instant, String)>, out: &mut impl 
 
 /// A consumer: closes each order whose timeout fell due (`C id attempt`),
 /// then acks it. Runs until killed.
-fn consume(addr: SocketAddr) {
-    let queue = Queue::builder(addr, QUEUE)
+fn consume(url: &str) {
+    let queue = Queue::builder(url, QUEUE)
         .lease(LEASE)
         .connect()
         .expect("connect");
@@ -171,7 +170,7 @@ struct Ledger {
 /// ledger, and a signal per order it closes.
 fn spawn(
     role: &str,
-    addr: SocketAddr,
+    url: &str,
     orders: u32,
     index: u32,
     ledger: &Arc<Mutex<Ledger>>,
@@ -181,7 +180,7 @@ fn spawn(
             "--role",
             role,
             "--redis",
-            &addr.to_string(),
+            url,
             "--orders",
             &orders.to_string(),
             "--index",
@@ -224,15 +223,15 @@ fn spawn(
     (child, reader, closes)
 }
 
-fn run(addr: SocketAddr, orders: u32) -> bool {
-    let queue = Queue::connect(addr, QUEUE).expect("connect to redis");
+fn run(url: &str, orders: u32) -> bool {
+    let queue = Queue::connect(url, QUEUE).expect("connect to redis");
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let started = Instant::now();
     let mut consumers: Vec<_> = (0..CONSUMERS)
-        .map(|i| spawn("consumer", addr, orders, i, &ledger))
+        .map(|i| spawn("consumer", url, orders, i, &ledger))
         .collect();
     let producers: Vec<_> = (0..PRODUCERS)
-        .map(|i| spawn("producer", addr, orders, i, &ledger))
+        .map(|i| spawn("producer", url, orders, i, &ledger))
         .collect();
     thread::sleep(Duration::from_millis(2500));
     let (victim, victim_reader, victim_closes) = &mut consumers[0];

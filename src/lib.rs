@@ -73,6 +73,8 @@ mod key;
 pub mod persist;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+// redis-rs needs Rust 1.88, and so does this feature.
+#[clippy::msrv = "1.88"]
 pub mod redis;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]

@@ -1,23 +1,32 @@
-//! [`QueueBuilder`]: a queue's options, checked when it connects.
+//! [`QueueBuilder`]: where the queue lives and its options, checked when
+//! it connects.
 
+use alloc::boxed::Box;
+use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
-use core::net::SocketAddr;
+use alloc::vec::Vec;
 use core::time::Duration;
 
-use super::client::{Client, Keys, Options, Shared};
+use super::async_queue::AsyncQueue;
+use super::keys::Keys;
+use super::link::{Ctx, Request, Shared};
+use super::options::Options;
 use super::queue::Queue;
+use super::retention;
+use super::server::{Reach, Target};
 use super::QueueError;
 use crate::persist::{MisfirePolicy, OnMissed};
 
-/// Builds a [`Queue`].
+/// Builds a [`Queue`]: the server's URL (or a cluster's nodes), the queue's
+/// name, and its options.
 ///
 /// ```no_run
 /// use std::time::Duration;
 /// use tickwheel::persist::{MisfirePolicy, OnMissed};
 /// use tickwheel::redis::Queue;
 ///
-/// let orders = Queue::builder("127.0.0.1:6380".parse()?, "orders")
+/// let orders = Queue::builder("redis://app:secret@redis.internal:6379/2", "orders")
 ///     .lease(Duration::from_secs(30))
 ///     .max_attempts(5)
 ///     .misfire(&MisfirePolicy::<()>::default().on_missed(OnMissed::Spread(Duration::from_secs(60))))?
@@ -27,19 +36,82 @@ use crate::persist::{MisfirePolicy, OnMissed};
 /// ```
 #[derive(Debug, Clone)]
 pub struct QueueBuilder {
-    pub(super) addr: SocketAddr,
-    pub(super) name: String,
-    pub(super) options: Options,
-    pub(super) io_timeout: Duration,
-    pub(super) retry_for: Duration,
+    target: Result<Target, QueueError>,
+    name: String,
+    options: Options,
+    tls: Option<redis::TlsCertificates>,
+}
+
+impl Queue {
+    /// A builder for the queue `name` on the server at `url`:
+    ///
+    /// - `redis://[[user]:password@]host[:port][/db]`, TCP; `host` may be
+    ///   a name (`localhost`, `redis.internal`) or an address;
+    /// - `rediss://…`, the same over TLS (the system's roots, or the
+    ///   certificates given to [`QueueBuilder::tls_root_certificate`]);
+    /// - `redis+unix:///path/to/redis.sock[?db=n&user=u&pass=p]`.
+    ///
+    /// A user and password log in as that ACL user; a password alone
+    /// answers `requirepass`. A URL that does not parse is reported by
+    /// [`connect`](QueueBuilder::connect).
+    ///
+    /// ```
+    /// let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:6380/0", "orders");
+    /// # drop(b);
+    /// ```
+    pub fn builder(url: &str, name: &str) -> QueueBuilder {
+        QueueBuilder::new(Target::single(url), name)
+    }
+
+    /// A builder for the queue `name` on a Redis Cluster reached through
+    /// any of `nodes` (URLs as for [`builder`](Queue::builder)).
+    /// redis-rs's cluster client follows `MOVED` and `ASK` and refreshes
+    /// the slot map; the queue's keys share one hash tag, so each script
+    /// runs on one node.
+    ///
+    /// ```
+    /// let b = tickwheel::redis::Queue::cluster_builder(
+    ///     &["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"],
+    ///     "orders",
+    /// );
+    /// # drop(b);
+    /// ```
+    pub fn cluster_builder(nodes: &[&str], name: &str) -> QueueBuilder {
+        QueueBuilder::new(Target::cluster(nodes), name)
+    }
+
+    /// The queue `name` on the server at `url`, with default options.
+    ///
+    /// # Errors
+    ///
+    /// As [`QueueBuilder::connect`].
+    ///
+    /// ```no_run
+    /// let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// # drop(q);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn connect(url: &str, name: &str) -> Result<Queue, QueueError> {
+        Queue::builder(url, name).connect()
+    }
 }
 
 impl QueueBuilder {
+    fn new(target: Result<Target, QueueError>, name: &str) -> QueueBuilder {
+        QueueBuilder {
+            target,
+            name: name.to_string(),
+            options: Options::default(),
+            tls: None,
+        }
+    }
+
     /// How long a consumer holds a delivered job before it is delivered
-    /// again (default 30 s).
+    /// again: from 1 ms to [`MAX_LEASE`](super::MAX_LEASE) (24 h; a longer
+    /// job extends its lease). Default 30 s.
     ///
     /// ```
-    /// # let b = tickwheel::redis::Queue::builder("127.0.0.1:1".parse().unwrap(), "q");
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
     /// let b = b.lease(std::time::Duration::from_secs(60));
     /// # drop(b);
     /// ```
@@ -49,10 +121,11 @@ impl QueueBuilder {
     }
 
     /// Deliveries a job gets before it is dead-lettered: a `nack` or a
-    /// lease that runs out counts as a failed one (default 5).
+    /// lease that runs out counts as a failed one. From 1 to 1,000,000;
+    /// default 5.
     ///
     /// ```
-    /// # let b = tickwheel::redis::Queue::builder("127.0.0.1:1".parse().unwrap(), "q");
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
     /// let b = b.max_attempts(3);
     /// # drop(b);
     /// ```
@@ -63,7 +136,8 @@ impl QueueBuilder {
 
     /// What happens to jobs found later than the policy's threshold (after
     /// Redis or every consumer was down): fire now (the default), spread
-    /// over a window, discard, or dead-letter.
+    /// over a window, discard, or dead-letter. Threshold and window: at
+    /// most a year.
     ///
     /// # Errors
     ///
@@ -72,7 +146,7 @@ impl QueueBuilder {
     ///
     /// ```
     /// use tickwheel::persist::{MisfirePolicy, OnMissed};
-    /// # let b = tickwheel::redis::Queue::builder("127.0.0.1:1".parse().unwrap(), "q");
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
     /// let b = b.misfire(&MisfirePolicy::<()>::default().on_missed(OnMissed::DeadLetter))?;
     /// # drop(b);
     /// # Ok::<(), tickwheel::redis::QueueError>(())
@@ -94,11 +168,14 @@ impl QueueBuilder {
     }
 
     /// How long an ended job's id is remembered, so that scheduling it
-    /// again is refused and a cancel can say it was delivered (default
-    /// 24 h).
+    /// again is refused and a cancel can say how it ended: at most ten
+    /// years; default 24 h. Every process holding the queue forgets older
+    /// ids on a schedule of its own, within the retention plus an eighth
+    /// of it (from 10 ms to 10 s); see the module docs for the memory
+    /// this costs.
     ///
     /// ```
-    /// # let b = tickwheel::redis::Queue::builder("127.0.0.1:1".parse().unwrap(), "q");
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
     /// let b = b.retention(std::time::Duration::from_secs(3600));
     /// # drop(b);
     /// ```
@@ -107,10 +184,11 @@ impl QueueBuilder {
         self
     }
 
-    /// The most jobs one script call delivers or moves (default 100).
+    /// The most jobs one claim delivers: from 1 to
+    /// [`MAX_BATCH`](super::MAX_BATCH); default 100.
     ///
     /// ```
-    /// # let b = tickwheel::redis::Queue::builder("127.0.0.1:1".parse().unwrap(), "q");
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
     /// let b = b.batch(500);
     /// # drop(b);
     /// ```
@@ -119,11 +197,12 @@ impl QueueBuilder {
         self
     }
 
-    /// The reconciliation poll's mean interval (default 1 s, jittered by
-    /// ±50 %): a lost wake-up hint costs at most one of these.
+    /// The reconciliation poll's mean interval, from 1 ms to 1 h (default
+    /// 1 s, jittered by ±50 %): a lost wake-up hint costs at most one of
+    /// these, and an idle consumer sends one command per interval.
     ///
     /// ```
-    /// # let b = tickwheel::redis::Queue::builder("127.0.0.1:1".parse().unwrap(), "q");
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
     /// let b = b.poll_interval(std::time::Duration::from_millis(500));
     /// # drop(b);
     /// ```
@@ -138,7 +217,7 @@ impl QueueBuilder {
     /// next poll.
     ///
     /// ```
-    /// # let b = tickwheel::redis::Queue::builder("127.0.0.1:1".parse().unwrap(), "q");
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
     /// let b = b.hints(false);
     /// # drop(b);
     /// ```
@@ -147,104 +226,167 @@ impl QueueBuilder {
         self
     }
 
-    /// How long a call keeps retrying a lost connection before it returns
-    /// [`QueueError::Unavailable`] (default 10 s), and the timeout of each
-    /// read and write (default 2 s).
+    /// How late past a job's due time a sleeping consumer may wake, so
+    /// that jobs due close together are claimed together: at most 1 s,
+    /// default 1 ms. Zero wakes for each due time as precisely as the
+    /// platform allows, at the cost of a claim per wake-up.
     ///
     /// ```
-    /// # let b = tickwheel::redis::Queue::builder("127.0.0.1:1".parse().unwrap(), "q");
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
+    /// let b = b.wake_slack(std::time::Duration::from_millis(5));
+    /// # drop(b);
+    /// ```
+    pub fn wake_slack(mut self, slack: Duration) -> Self {
+        self.options.wake_slack = slack;
+        self
+    }
+
+    /// How long a call keeps retrying a lost connection before it returns
+    /// [`QueueError::Unavailable`] (default 10 s, at most 1 h), and how
+    /// long each attempt may wait for its reply or its connection
+    /// (default 2 s, from 1 ms to 10 min).
+    ///
+    /// ```
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
     /// use std::time::Duration;
     /// let b = b.retry(Duration::from_secs(30), Duration::from_secs(1));
     /// # drop(b);
     /// ```
     pub fn retry(mut self, retry_for: Duration, io_timeout: Duration) -> Self {
-        self.retry_for = retry_for;
-        self.io_timeout = io_timeout;
+        self.options.retry_for = retry_for;
+        self.options.io_timeout = io_timeout;
         self
     }
 
-    /// Checks the options and that the server answers.
+    /// Connects even if the server's `maxmemory-policy` may evict the
+    /// queue's keys (`allkeys-*`), which `connect` refuses by default: an
+    /// evicted key loses jobs, or lets an acked id run again. The policy
+    /// read is reported by [`Queue::eviction_policy`].
+    ///
+    /// ```
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
+    /// let b = b.allow_eviction(true); // a cache-only test server, say
+    /// # drop(b);
+    /// ```
+    pub fn allow_eviction(mut self, allow: bool) -> Self {
+        self.options.allow_eviction = allow;
+        self
+    }
+
+    /// Trusts the CA certificates in `pem` for `rediss://` (instead of the
+    /// system's roots): a private CA, or a test's own.
+    ///
+    /// ```
+    /// # let b = tickwheel::redis::Queue::builder("rediss://127.0.0.1:1", "q");
+    /// let ca = b"-----BEGIN CERTIFICATE-----\n...".to_vec(); // std::fs::read("ca.crt")?
+    /// let b = b.tls_root_certificate(ca);
+    /// # drop(b);
+    /// ```
+    pub fn tls_root_certificate(mut self, pem: Vec<u8>) -> Self {
+        self.tls.get_or_insert_with(no_certificates).root_cert = Some(pem);
+        self
+    }
+
+    /// Presents this client certificate and key (PEM) to a server that
+    /// asks for one (`tls-auth-clients yes`).
+    ///
+    /// ```
+    /// # let b = tickwheel::redis::Queue::builder("rediss://127.0.0.1:1", "q");
+    /// let (cert, key) = (b"...".to_vec(), b"...".to_vec()); // client.crt, client.key
+    /// let b = b.tls_client_certificate(cert, key);
+    /// # drop(b);
+    /// ```
+    pub fn tls_client_certificate(mut self, cert_pem: Vec<u8>, key_pem: Vec<u8>) -> Self {
+        self.tls.get_or_insert_with(no_certificates).client_tls = Some(redis::ClientTlsConfig {
+            client_cert: cert_pem,
+            client_key: key_pem,
+        });
+        self
+    }
+
+    /// Checks the options, connects, and checks the server: that it
+    /// answers, accepts the credentials, and does not evict keys.
     ///
     /// # Errors
     ///
-    /// [`QueueError::Config`] for a zero lease, attempts or batch, or a
-    /// queue name that is empty or holds braces; [`QueueError::Unavailable`]
-    /// if the server does not answer within the retry window.
+    /// [`QueueError::Config`] for options out of range, or a queue name
+    /// that is empty or holds braces; [`QueueError::Connect`] for a URL
+    /// that does not parse, unreadable certificates, or refused
+    /// credentials; [`QueueError::EvictingServer`];
+    /// [`QueueError::Unavailable`] if the server does not answer within
+    /// the retry window.
     ///
     /// ```
-    /// let err = tickwheel::redis::Queue::builder("127.0.0.1:1".parse()?, "q")
+    /// let err = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q")
     ///     .lease(std::time::Duration::ZERO)
     ///     .connect()
     ///     .unwrap_err();
     /// assert!(err.to_string().contains("lease"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn connect(self) -> Result<Queue, QueueError> {
-        let o = &self.options;
-        if o.lease < Duration::from_millis(1) {
-            return Err(QueueError::Config("the lease must be at least 1 ms"));
-        }
-        if o.max_attempts == 0 || o.batch == 0 || o.poll.is_zero() {
-            return Err(QueueError::Config(
-                "max attempts, batch and poll interval must not be zero",
-            ));
-        }
+        let (shared, ready) = self.start()?;
+        ready.wait()?;
+        Ok(Queue::started(shared))
+    }
+
+    /// [`connect`](Self::connect) for async code: the future connects
+    /// without blocking the executor, under any runtime.
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect).
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), tickwheel::redis::QueueError> {
+    /// let orders = tickwheel::redis::Queue::builder("redis://127.0.0.1:6380", "orders")
+    ///     .connect_async()
+    ///     .await?;
+    /// # drop(orders);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect_async(self) -> Result<AsyncQueue, QueueError> {
+        let (shared, ready) = self.start()?;
+        ready.await?;
+        Ok(Queue::started(shared).to_async())
+    }
+
+    fn start(self) -> Result<(Arc<Shared>, super::link::Pending<()>), QueueError> {
+        self.options.check()?;
         if self.name.is_empty() || self.name.contains(['{', '}']) {
             return Err(QueueError::Config(
                 "a queue name must be non-empty, without braces",
             ));
         }
-        let shared = Shared {
-            client: Client::new(self.addr, self.io_timeout, self.retry_for),
+        let target = self.target?;
+        let identity: Arc<str> = Arc::from(format!("{}@{}", self.name, target.describe()));
+        let (hints, _) = tokio::sync::broadcast::channel(256);
+        let ctx = Ctx {
             keys: Keys::new(&self.name),
+            reach: Reach {
+                target,
+                tls: self.tls,
+                io_timeout: self.options.io_timeout,
+            },
             options: self.options,
+            counters: Default::default(),
+            identity,
+            hints,
+            hints_started: core::sync::atomic::AtomicBool::new(false),
+            policy: std::sync::OnceLock::new(),
+            trim_wake: tokio::sync::Notify::new(),
         };
-        shared.client.call(|conn| conn.query(&[b"PING"]))?;
-        Ok(Queue {
-            shared: Arc::new(shared),
-        })
+        let (shared, ready) = Shared::start(ctx)?;
+        shared.send(Request::Daemon(Box::new(|io| {
+            Box::pin(retention::trimmer(io))
+        })));
+        Ok((shared, ready))
     }
 }
 
-impl Queue {
-    /// A builder for the queue `name` on the server at `addr`.
-    ///
-    /// ```
-    /// let b = tickwheel::redis::Queue::builder("127.0.0.1:6380".parse().unwrap(), "orders");
-    /// # drop(b);
-    /// ```
-    pub fn builder(addr: SocketAddr, name: &str) -> QueueBuilder {
-        QueueBuilder {
-            addr,
-            name: name.to_string(),
-            options: Options {
-                lease: Duration::from_secs(30),
-                max_attempts: 5,
-                threshold: Duration::from_secs(60),
-                on_missed: "fire",
-                window: Duration::ZERO,
-                retention: Duration::from_secs(24 * 3600),
-                batch: 100,
-                poll: Duration::from_secs(1),
-                hints: true,
-            },
-            io_timeout: Duration::from_secs(2),
-            retry_for: Duration::from_secs(10),
-        }
-    }
-
-    /// The queue `name` on the server at `addr`, with default options.
-    ///
-    /// # Errors
-    ///
-    /// As [`QueueBuilder::connect`].
-    ///
-    /// ```no_run
-    /// let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
-    /// # drop(q);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn connect(addr: SocketAddr, name: &str) -> Result<Queue, QueueError> {
-        Queue::builder(addr, name).connect()
+fn no_certificates() -> redis::TlsCertificates {
+    redis::TlsCertificates {
+        client_tls: None,
+        root_cert: None,
     }
 }

@@ -13,7 +13,7 @@ use core::fmt;
 /// let err = QueueError::InvalidId("an id may not be empty");
 /// assert!(err.to_string().contains("empty"));
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum QueueError {
     /// The job id is empty or longer than [`MAX_ID`](super::MAX_ID) bytes.
@@ -26,14 +26,33 @@ pub enum QueueError {
     /// The due time is before the Unix epoch or after
     /// [`MAX_DUE_MICROS`](super::MAX_DUE_MICROS) (Redis scores are exact only up to 2^53).
     DueOutOfRange,
+    /// An argument is outside its documented range (a lease or delay over
+    /// its cap, say); nothing was sent.
+    Argument(&'static str),
     /// Redis could not be reached, or kept failing, for the whole retry
-    /// window; the last error is given. The call may or may not have taken
-    /// effect: every call is safe to repeat.
+    /// window; the last error is given. Within the window every attempt of
+    /// the call carried the same request token, so a retry after a lost
+    /// reply answered what the first attempt did; after this error the
+    /// call may or may not have taken effect.
     Unavailable(String),
-    /// Redis answered with an error (a misconfigured server, say).
+    /// Redis answered with an error (a misconfigured server, a missing
+    /// permission, say).
     Server(String),
     /// The options cannot work (a zero lease, say).
     Config(&'static str),
+    /// The server cannot be used as given: a URL that does not parse, TLS
+    /// certificates that cannot be read, a refused password.
+    Connect(String),
+    /// The server may evict keys (`maxmemory-policy`, named here), which
+    /// would silently lose jobs; see
+    /// [`QueueBuilder::allow_eviction`](super::QueueBuilder::allow_eviction).
+    EvictingServer(String),
+    /// The delivery came from another queue: a consumer acks, nacks and
+    /// extends only its own queue's deliveries.
+    WrongQueue,
+    /// The consumer was closed ([`Consumer::close`](super::Consumer::close)
+    /// or dropped) while the call waited, or before it.
+    Closed,
     /// A value could not be encoded as, or decoded from, a JSON payload
     /// (feature `serde`).
     Json(String),
@@ -51,9 +70,18 @@ impl fmt::Display for QueueError {
             QueueError::DueOutOfRange => {
                 write!(f, "due time out of range (Unix epoch to year 2255)")
             }
+            QueueError::Argument(why) => write!(f, "invalid argument: {why}"),
             QueueError::Unavailable(last) => write!(f, "redis unavailable: {last}"),
             QueueError::Server(message) => write!(f, "redis error: {message}"),
             QueueError::Config(why) => write!(f, "invalid queue options: {why}"),
+            QueueError::Connect(why) => write!(f, "cannot use this redis server: {why}"),
+            QueueError::EvictingServer(policy) => write!(
+                f,
+                "the redis server may evict keys (maxmemory-policy {policy}), which loses jobs: \
+                 set it to noeviction, or allow it explicitly"
+            ),
+            QueueError::WrongQueue => write!(f, "the delivery belongs to another queue"),
+            QueueError::Closed => write!(f, "the consumer is closed"),
             QueueError::Json(why) => write!(f, "payload is not the expected JSON: {why}"),
         }
     }

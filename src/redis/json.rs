@@ -7,7 +7,7 @@ use core::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{Delivery, Queue, QueueError, Scheduled};
+use super::{AsyncQueue, Delivery, Queue, QueueError, Scheduled};
 
 impl Queue {
     /// [`schedule_in`](Queue::schedule_in) with `value` stored as JSON.
@@ -21,7 +21,7 @@ impl Queue {
     /// #[derive(serde::Serialize, serde::Deserialize)]
     /// struct Close { order: u64, reason: String }
     ///
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// let close = Close { order: 17, reason: "unpaid".into() };
     /// q.schedule_json("order-17", std::time::Duration::from_secs(900), &close)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -37,6 +37,30 @@ impl Queue {
     }
 }
 
+impl AsyncQueue {
+    /// [`Queue::schedule_json`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::schedule_json`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// q.schedule_json("order-17", std::time::Duration::from_secs(900), &("close", 17)).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn schedule_json<T: Serialize + ?Sized>(
+        &self,
+        id: &str,
+        delay: Duration,
+        value: &T,
+    ) -> Result<Scheduled, QueueError> {
+        let payload = serde_json::to_vec(value).map_err(|e| QueueError::Json(e.to_string()))?;
+        self.schedule_in(id, delay, &payload).await
+    }
+}
+
 impl Delivery {
     /// The payload, read as JSON into a `T`.
     ///
@@ -48,7 +72,7 @@ impl Delivery {
     /// #[derive(serde::Serialize, serde::Deserialize)]
     /// struct Close { order: u64 }
     ///
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// # let consumer = q.consumer()?;
     /// for job in consumer.fetch(10, std::time::Duration::from_secs(1))? {
     ///     let close: Close = job.json()?;

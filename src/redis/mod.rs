@@ -1,35 +1,53 @@
-//! Durable, multi-node delayed jobs on a Redis server, woken exactly on
-//! time by a [`Timer`](crate::Timer) (feature `redis`).
+//! Durable, multi-node delayed jobs on Redis, woken exactly on time by a
+//! [`Timer`](crate::Timer) (feature `redis`).
 //!
-//! Any number of processes schedule jobs through a [`Queue`]; any number
-//! take them through a [`Consumer`]. Jobs live in Redis, so they outlive
-//! every process, and the client speaks RESP over a `TcpStream` itself (no
-//! client crate).
+//! Any number of processes schedule jobs through a [`Queue`] (or an
+//! [`AsyncQueue`]); any number take them through a [`Consumer`] (or an
+//! [`AsyncConsumer`]). Jobs live in Redis, so they outlive every process.
+//! The client is [redis-rs](https://docs.rs/redis): a queue reaches any
+//! server a URL names (`redis://`, `rediss://` over TLS, `redis+unix://`;
+//! host names, database numbers, a password or an ACL user), or a Redis
+//! Cluster through its seed nodes ([`Queue::cluster_builder`]).
 //!
 //! # How it works
 //!
-//! A queue is eight keys under one hash tag (`tw:{name}:…`, so a Redis
+//! A queue is six keys under one hash tag (`tw:{name}:…`, so a Redis
 //! Cluster keeps them in one slot), changed only by Lua scripts
-//! (`src/redis/scripts/`), each one atomic:
+//! (`src/redis/scripts/`, their data model in `common.lua`), each one
+//! atomic:
 //!
 //! - `due`, a sorted set: each live job's member scored by the time
 //!   something must next happen to it, in microseconds of the server's
 //!   clock: its due time while it waits, its lease deadline while a
 //!   consumer holds it. A member is a 16-hex-digit sequence number and the
 //!   id, so equal due times come out first in, first out.
-//! - `jobs` (id to state, attempt, due time and member) and `payload`.
-//! - `dead`, the dead letters; `ended` and `ended_at`, the ids of ended jobs
-//!   for the retention window (idempotency, and cancel's answer).
+//! - `jobs`, a hash: each id's record (state, fencing token, attempt, due
+//!   time, request tokens, payload), kept after the job ends for the
+//!   retention, so scheduling is idempotent by id and cancel can say how
+//!   it ended.
+//! - `dead`, the dead letters; `ended`, the ended ids by end time, which
+//!   every process trims on a schedule of its own.
 //!
-//! "Now" is the server's `TIME`, read inside each script, so nodes with
+//! "Now" is the server's `TIME`, read inside the scripts, so nodes with
 //! skewed clocks agree and **no job is delivered before its due time by
-//! that clock**. Scheduling is idempotent by id. Cancel and reschedule are
-//! O(log n): the id leads to the member, the member to the sorted set.
-//! A claim takes at most the batch size of jobs whose time has come,
-//! oldest first: a waiting job is delivered with a lease (its score becomes
-//! the lease deadline); a leased job whose lease ran out is delivered again,
-//! or dead-lettered once it has had `max_attempts` deliveries. Waking is
-//! described on [`Consumer`].
+//! that clock**. Cancel and reschedule are O(log n): the id leads to the
+//! record, the record to the member. A claim takes at most the batch size
+//! of jobs whose time has come, oldest first: a waiting job is delivered
+//! with a lease (its score becomes the lease deadline); a leased job whose
+//! lease ran out is delivered again, or dead-lettered once it has had
+//! `max_attempts` deliveries. Waking is described on [`Consumer`]'s claim
+//! loop: a consumer sleeps on a tickwheel timer until the next job is due.
+//!
+//! # Connections and threads
+//!
+//! Each `connect` starts one I/O thread and one multiplexed connection
+//! (with a cluster, one per node it talks to); every clone, consumer and
+//! async handle of that queue shares them, so a thousand concurrent
+//! callers cost no thread and no connection of their own. Concurrent
+//! schedules, cancels and acks share script calls (see `link.rs`). A
+//! process's first consumer adds one pub/sub connection for wake-up
+//! hints; each consumer adds one timer thread. So a queue with consumers
+//! holds two connections (cluster: one per node, plus one).
 //!
 //! # Guarantees
 //!
@@ -38,42 +56,68 @@
 //!   delivered until a consumer acks it, it is cancelled, or it is
 //!   dead-lettered. A consumer that dies or stalls mid-job loses its lease,
 //!   and the job is delivered again when the lease runs out, so a job may
-//!   run more than once; [`Delivery::attempt`] says which delivery this is,
-//!   and an ack after the lease ran out says [`Acked::LeaseLost`].
-//! - **Never early**, by the server's clock; equal due times in order.
+//!   run more than once; [`Delivery::attempt`] says which delivery this is.
+//! - **Fencing.** Each delivery carries a token that only grows for the
+//!   life of the id ([`Delivery::fence`]), requeues included: an ack, nack
+//!   or extend from a delivery that no longer holds the job answers
+//!   [`Acked::LeaseLost`] (or its like) and changes nothing, and a
+//!   delivery acts only on its own queue ([`QueueError::WrongQueue`]).
+//! - **Never early**, by the server's clock (due times round up to the
+//!   microsecond); equal due times in order.
+//! - **Answers that stay true.** A call that fails on the way is retried
+//!   with jittered backoff for the retry window (10 s by default), then
+//!   reported as [`QueueError::Unavailable`]. Every attempt carries the
+//!   call's request token, so a retry after a lost reply answers what the
+//!   first attempt did: `Created`, `Cancelled(payload)`, `Retrying`,
+//!   `Acked`; a claim's retry gets the same jobs back, without spending an
+//!   attempt.
 //! - **Outages.** Jobs found later than the misfire threshold (after Redis
 //!   or every consumer was down) follow the [`MisfirePolicy`]: fire now,
 //!   spread over a window, discard, or dead-letter.
-//! - **Failures are retried.** A lost connection is redialled with
-//!   jittered backoff for the retry window (10 s by default), counted in
-//!   [`Metrics`], and then reported as [`QueueError::Unavailable`]; every
-//!   call is safe to repeat.
 //!
-//! # Redis settings
+//! # Redis settings, and memory
 //!
-//! - `maxmemory-policy noeviction`: an evicting server silently loses jobs.
+//! - `maxmemory-policy noeviction` (or `volatile-*`): an `allkeys-*`
+//!   policy may evict the queue's keys and lose jobs, so `connect` refuses
+//!   it unless [`QueueBuilder::allow_eviction`] says otherwise.
 //! - `appendonly yes` with `appendfsync always` for "Ok means on disk";
 //!   `everysec` (Redis's default) may lose the last second of jobs if the
 //!   machine, not just the process, crashes.
+//! - Memory: a waiting job costs its payload, its id twice, and about
+//!   150 bytes of Redis structures; an ended job keeps its id and about
+//!   100 bytes for the retention (`docs/design.md` has the measurements).
+//!   A cancel-heavy queue holds ended ids for `retention × cancels per
+//!   second`: choose the retention for that.
 //!
 //! [`MisfirePolicy`]: crate::persist::MisfirePolicy
 
+mod async_consumer;
+mod async_queue;
 mod builder;
-mod client;
+mod claimer;
 mod consumer;
+mod counters;
 mod error;
-mod hints;
 #[cfg(feature = "serde")]
 mod json;
+mod keys;
+mod link;
+mod ops;
+mod options;
 mod outcome;
 mod queue;
-mod resp;
+mod retention;
+mod server;
 
+pub use async_consumer::AsyncConsumer;
+pub use async_queue::AsyncQueue;
 pub use builder::QueueBuilder;
 pub use consumer::Consumer;
 pub use error::QueueError;
 pub use outcome::{Acked, Cancelled, DeadLetter, Delivery, Nacked, Scheduled};
 pub use queue::Queue;
+
+use core::time::Duration;
 
 use crate::timer::Lateness;
 
@@ -84,6 +128,14 @@ pub const MAX_PAYLOAD: usize = 16 << 20;
 /// The latest due time, in microseconds since the Unix epoch (2^53, in
 /// the year 2255): Redis scores are exact integers up to there.
 pub const MAX_DUE_MICROS: u64 = 1 << 53;
+/// The longest lease, and the longest lease extension (24 h).
+pub const MAX_LEASE: Duration = Duration::from_secs(24 * 3600);
+/// The longest retry delay of a `nack` (365 days).
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(365 * 24 * 3600);
+/// The most jobs one claim delivers (`QueueBuilder::batch`).
+pub const MAX_BATCH: usize = 1000;
+/// The most entries one listing returns (`Queue::dead_letters`).
+pub const MAX_PAGE: usize = 1000;
 
 /// A snapshot of one process's counters for a queue, from
 /// [`Queue::metrics`].
@@ -111,7 +163,7 @@ pub struct Metrics {
     pub delivered: u64,
     /// Redeliveries, after a lease ran out.
     pub redelivered: u64,
-    /// Acks.
+    /// Acks (a repeated ack of one delivery counts once).
     pub acked: u64,
     /// Nacks that will retry.
     pub retried: u64,
@@ -121,17 +173,23 @@ pub struct Metrics {
     pub discarded: u64,
     /// Missed jobs spread over the window by the misfire policy.
     pub spread: u64,
-    /// Acks and nacks that came after the lease ran out.
+    /// Acks, nacks and extends from deliveries that no longer held the job.
     pub lease_lost: u64,
-    /// Requests sent to Redis.
+    /// Jobs claimed for a fetch that had gone, handed back unspent.
+    pub released: u64,
+    /// Ended ids this process forgot after the retention.
+    pub trimmed: u64,
+    /// Requests sent to Redis (script calls, commands, pipelines).
     pub round_trips: u64,
     /// Failed attempts (each retried, until the retry window ends).
     pub failures: u64,
-    /// Connections dialled.
+    /// Connections dialled (the queue's, and hint subscriptions).
     pub dials: u64,
+    /// Claims run.
+    pub claims: u64,
     /// Reconciliation polls.
     pub polls: u64,
-    /// Wake-up hints received.
+    /// Wake-up hints received (and resyncs after a resubscription).
     pub hints: u64,
     /// Lateness of deliveries: the server's time at the claim minus the
     /// due time.
@@ -139,7 +197,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    fn of(c: &client::Counters) -> Metrics {
+    fn of(c: &counters::Counters) -> Metrics {
         use core::sync::atomic::Ordering::Relaxed;
         Metrics {
             scheduled: c.scheduled.load(Relaxed),
@@ -154,9 +212,12 @@ impl Metrics {
             discarded: c.discarded.load(Relaxed),
             spread: c.spread.load(Relaxed),
             lease_lost: c.lease_lost.load(Relaxed),
+            released: c.released.load(Relaxed),
+            trimmed: c.trimmed.load(Relaxed),
             round_trips: c.round_trips.load(Relaxed),
             failures: c.failures.load(Relaxed),
             dials: c.dials.load(Relaxed),
+            claims: c.claims.load(Relaxed),
             polls: c.polls.load(Relaxed),
             hints: c.hints.load(Relaxed),
             lateness: c.lateness.snapshot(),

@@ -1,11 +1,18 @@
 //! What the queue's calls answer: a schedule, a cancel, a dead letter; a
 //! delivery, and what its ack or nack did.
 
+use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use std::time::SystemTime;
 
 /// A delivered job. Ack it when done, or nack it to retry; if neither
 /// happens before the lease runs out, it is delivered again.
+///
+/// A delivery remembers its queue and its fencing token (how many
+/// deliveries the job had had, requeues included): an ack, nack or extend
+/// acts only while this delivery still holds the job, and only on the
+/// queue it came from.
 ///
 /// ```
 /// fn handle(job: &tickwheel::redis::Delivery) {
@@ -20,13 +27,33 @@ pub struct Delivery {
     pub id: String,
     /// Its payload.
     pub payload: Vec<u8>,
-    /// 1 for the first delivery, and one more for each redelivery.
+    /// 1 for the first delivery, and one more for each redelivery; a job
+    /// requeued from the dead letters starts again at 1.
     pub attempt: u32,
     /// When it was due (server clock).
     pub due: SystemTime,
+    /// The fencing token: deliveries the job ever had, this one included.
+    pub(super) fence: u64,
+    /// The queue (name and server) it came from.
+    pub(super) queue: Arc<str>,
 }
 
-use alloc::string::String;
+impl Delivery {
+    /// The fencing token: how many deliveries the job has had, this one
+    /// included, requeues and all. It only grows for the life of the id, so
+    /// a handler that writes elsewhere can refuse a write from an older
+    /// delivery (`UPDATE ... WHERE fence < ?`).
+    ///
+    /// ```
+    /// fn newer(a: &tickwheel::redis::Delivery, b: &tickwheel::redis::Delivery) -> bool {
+    ///     a.fence() > b.fence()
+    /// }
+    /// # let _ = newer;
+    /// ```
+    pub fn fence(&self) -> u64 {
+        self.fence
+    }
+}
 
 /// What an [`ack`](super::Consumer::ack) found.
 ///
@@ -40,8 +67,9 @@ use alloc::string::String;
 pub enum Acked {
     /// Done: the job is gone (its id is remembered for the retention).
     Acked,
-    /// The lease had run out and the job was delivered again (or
-    /// dead-lettered); this ack changed nothing.
+    /// This delivery no longer holds the job: its lease ran out and the
+    /// job was delivered again (or dead-lettered, cancelled after a
+    /// requeue, ...); this ack changed nothing.
     LeaseLost,
 }
 

@@ -1,27 +1,29 @@
 //! [`Queue`]: the producer's and operator's side (schedule, cancel,
-//! reschedule, dead letters, metrics) and its builder.
+//! reschedule, dead letters, metrics), blocking.
 
-use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::time::Duration;
 use std::time::SystemTime;
 
-use super::client::{self, arg, bump, int, time_of, Shared};
+use super::async_queue::AsyncQueue;
 use super::consumer::Consumer;
+use super::link::{Pending, Shared};
+use super::ops::{self, When};
 use super::outcome::{Cancelled, DeadLetter, Scheduled};
-use super::resp::Value;
-use super::{Metrics, QueueError, MAX_DUE_MICROS, MAX_ID, MAX_PAYLOAD};
+use super::{Metrics, QueueError};
 
-/// A durable delayed-job queue on a Redis server: the producer's side.
-/// Cloning it is cheap and shares its connections. See the [module
-/// docs](super) for the guarantees.
+/// A durable delayed-job queue on Redis: the producer's side, blocking.
+/// Cloning it is cheap: clones share one I/O thread and one multiplexed
+/// connection, so any number of threads may call it at once (their calls
+/// share script calls under load). [`to_async`](Self::to_async) gives the
+/// same queue as futures. See the [module docs](super) for the guarantees.
 ///
 /// ```no_run
 /// use std::time::Duration;
 /// use tickwheel::redis::{Cancelled, Queue};
 ///
-/// let orders = Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+/// let orders = Queue::connect("redis://127.0.0.1:6380", "orders")?;
 /// orders.schedule_in("order-17", Duration::from_secs(900), b"close 17")?;
 /// // Paid in time:
 /// assert!(matches!(orders.cancel("order-17")?, Cancelled::Cancelled(_)));
@@ -35,16 +37,28 @@ pub struct Queue {
 impl core::fmt::Debug for Queue {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Queue")
-            .field("addr", &self.shared.client.addr)
-            .field("options", &self.shared.options)
+            .field("queue", &self.shared.ctx.identity)
+            .field("options", &self.shared.ctx.options)
             .finish_non_exhaustive()
     }
 }
 
+/// Waits for every answer, so none is left behind; the first error wins.
+pub(super) fn wait_all<A>(pending: Vec<Pending<A>>) -> Result<Vec<A>, QueueError> {
+    let answers: Vec<Result<A, QueueError>> = pending.into_iter().map(Pending::wait).collect();
+    answers.into_iter().collect()
+}
+
 impl Queue {
+    pub(super) fn started(shared: Arc<Shared>) -> Queue {
+        Queue { shared }
+    }
+
     /// Schedules job `id` at `due` (wall-clock time, compared with the
-    /// Redis server's clock). Idempotent by id: a second schedule of a
-    /// known id changes nothing and says [`Scheduled::Exists`].
+    /// Redis server's clock, rounded up to the microsecond). Idempotent by
+    /// id: a second schedule of a known id changes nothing and says
+    /// [`Scheduled::Exists`]; a retry after a lost reply says `Created`,
+    /// as its first attempt did.
     ///
     /// # Errors
     ///
@@ -53,7 +67,7 @@ impl Queue {
     /// unreachable for the retry window.
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// let due = std::time::SystemTime::now() + std::time::Duration::from_secs(900);
     /// q.schedule("order-17", due, b"close 17")?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -64,8 +78,7 @@ impl Queue {
         due: SystemTime,
         payload: &[u8],
     ) -> Result<Scheduled, QueueError> {
-        let micros = micros_of(due)?;
-        self.schedule_with(id, b"at", micros, payload)
+        ops::schedule(&self.shared, id, When::at(due)?, payload)?.wait()
     }
 
     /// Schedules job `id` to be due `delay` after now by the Redis
@@ -76,7 +89,7 @@ impl Queue {
     /// As [`schedule`](Self::schedule).
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// q.schedule_in("order-17", std::time::Duration::from_secs(900), b"close 17")?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -86,61 +99,21 @@ impl Queue {
         delay: Duration,
         payload: &[u8],
     ) -> Result<Scheduled, QueueError> {
-        self.schedule_with(id, b"in", delay_micros(delay)?, payload)
+        ops::schedule(&self.shared, id, When::after(delay)?, payload)?.wait()
     }
 
-    fn schedule_with(
-        &self,
-        id: &str,
-        kind: &[u8],
-        micros: u64,
-        payload: &[u8],
-    ) -> Result<Scheduled, QueueError> {
-        check_id(id)?;
-        if payload.len() > MAX_PAYLOAD {
-            return Err(QueueError::PayloadTooLarge { len: payload.len() });
-        }
-        let s = &self.shared;
-        let micros = arg(micros);
-        let reply = s.client.eval(
-            &s.keys,
-            &client::SCHEDULE,
-            &[id.as_bytes(), payload, kind, &micros, &s.keys.channel],
-        )?;
-        self.scheduled(reply)
-    }
-
-    fn scheduled(&self, reply: Value) -> Result<Scheduled, QueueError> {
-        let counters = &self.shared.client.counters;
-        if let Value::Error(message) = reply {
-            return Err(QueueError::Server(message));
-        }
-        let reply = reply.into_array().unwrap_or_default();
-        match reply.as_slice() {
-            [Value::Int(1), due] => {
-                bump(&counters.scheduled, 1);
-                Ok(Scheduled::Created {
-                    due: time_of(due.as_int().unwrap_or(0)),
-                })
-            }
-            _ => {
-                bump(&counters.duplicates, 1);
-                Ok(Scheduled::Exists)
-            }
-        }
-    }
-
-    /// Schedules many jobs, each `(id, delay, payload)`, in one round trip
-    /// (a pipeline of the same script [`schedule_in`](Self::schedule_in)
-    /// runs); one answer per job, in order. For bulk loads and bursts.
+    /// Schedules many jobs, each `(id, delay, payload)`; one answer per
+    /// job, in order. They travel together (a few script calls), for bulk
+    /// loads and bursts.
     ///
     /// # Errors
     ///
     /// As [`schedule`](Self::schedule); bad input in any job refuses the
-    /// whole batch before anything is sent.
+    /// whole batch before anything is sent. After an `Unavailable` some
+    /// may be scheduled: scheduling is idempotent by id, so repeat it.
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// use std::time::Duration;
     /// let jobs = [("order-1", Duration::from_secs(900), &b"close 1"[..]), ("order-2", Duration::from_secs(900), &b"close 2"[..])];
     /// let done = q.schedule_many(&jobs)?;
@@ -151,11 +124,11 @@ impl Queue {
         &self,
         jobs: &[(&str, Duration, &[u8])],
     ) -> Result<Vec<Scheduled>, QueueError> {
-        let jobs: Result<Vec<_>, _> = jobs
+        let jobs = jobs
             .iter()
-            .map(|&(id, delay, payload)| Ok((id, &b"in"[..], delay_micros(delay)?, payload)))
-            .collect();
-        self.schedule_batch(&jobs?)
+            .map(|&(id, delay, payload)| Ok((id, When::after(delay)?, payload)))
+            .collect::<Result<Vec<_>, QueueError>>()?;
+        wait_all(ops::schedule_many(&self.shared, &jobs)?)
     }
 
     /// [`schedule_many`](Self::schedule_many) with due times (wall clock,
@@ -166,7 +139,7 @@ impl Queue {
     /// As [`schedule_many`](Self::schedule_many).
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// let at = std::time::SystemTime::now() + std::time::Duration::from_secs(900);
     /// q.schedule_many_at(&[("order-1", at, &b"close 1"[..])])?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -175,48 +148,23 @@ impl Queue {
         &self,
         jobs: &[(&str, SystemTime, &[u8])],
     ) -> Result<Vec<Scheduled>, QueueError> {
-        let jobs: Result<Vec<_>, _> = jobs
+        let jobs = jobs
             .iter()
-            .map(|&(id, due, payload)| Ok((id, &b"at"[..], micros_of(due)?, payload)))
-            .collect();
-        self.schedule_batch(&jobs?)
-    }
-
-    fn schedule_batch(
-        &self,
-        jobs: &[(&str, &[u8], u64, &[u8])],
-    ) -> Result<Vec<Scheduled>, QueueError> {
-        let s = &self.shared;
-        let mut lists = Vec::with_capacity(jobs.len());
-        for &(id, kind, micros, payload) in jobs {
-            check_id(id)?;
-            if payload.len() > MAX_PAYLOAD {
-                return Err(QueueError::PayloadTooLarge { len: payload.len() });
-            }
-            lists.push(alloc::vec![
-                id.as_bytes().to_vec(),
-                payload.to_vec(),
-                kind.to_vec(),
-                arg(micros),
-                s.keys.channel.clone(),
-            ]);
-        }
-        let replies = s.client.eval_many(&s.keys, &client::SCHEDULE, &lists)?;
-        replies
-            .into_iter()
-            .map(|reply| self.scheduled(reply))
-            .collect()
+            .map(|&(id, due, payload)| Ok((id, When::at(due)?, payload)))
+            .collect::<Result<Vec<_>, QueueError>>()?;
+        wait_all(ops::schedule_many(&self.shared, &jobs)?)
     }
 
     /// Cancels job `id`, and says who won: [`Cancelled::Cancelled`] (with
-    /// the payload) if it will never be delivered. O(log n) in Redis.
+    /// the payload) if it will never be delivered; a retry after a lost
+    /// reply says the same. O(log n) in Redis.
     ///
     /// # Errors
     ///
     /// [`QueueError::InvalidId`]; Redis unreachable for the retry window.
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// match q.cancel("order-17")? {
     ///     tickwheel::redis::Cancelled::Cancelled(_) => println!("will not run"),
     ///     other => println!("too late: {other:?}"),
@@ -224,25 +172,7 @@ impl Queue {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cancel(&self, id: &str) -> Result<Cancelled, QueueError> {
-        check_id(id)?;
-        let s = &self.shared;
-        let reply = s
-            .client
-            .eval(&s.keys, &client::CANCEL, &[id.as_bytes()])?
-            .into_array()
-            .unwrap_or_default();
-        let mut reply = reply.into_iter();
-        let outcome = match reply.next().and_then(Value::into_bulk).as_deref() {
-            Some(b"cancelled") => {
-                bump(&s.client.counters.cancelled, 1);
-                Cancelled::Cancelled(reply.next().and_then(Value::into_bulk).unwrap_or_default())
-            }
-            Some(b"in_flight") => Cancelled::InFlight,
-            Some(b"acked") => Cancelled::Delivered,
-            Some(b"ended") => Cancelled::Ended,
-            _ => Cancelled::Unknown,
-        };
-        Ok(outcome)
+        ops::cancel(&self.shared, id)?.wait()
     }
 
     /// Moves waiting job `id` to `due`; `false` if it is not waiting
@@ -253,14 +183,13 @@ impl Queue {
     /// As [`schedule`](Self::schedule).
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// let later = std::time::SystemTime::now() + std::time::Duration::from_secs(1800);
     /// q.reschedule("order-17", later)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reschedule(&self, id: &str, due: SystemTime) -> Result<bool, QueueError> {
-        let micros = micros_of(due)?;
-        self.reschedule_with(id, b"at", micros)
+        ops::reschedule(&self.shared, id, When::at(due)?)?.wait()
     }
 
     /// Moves waiting job `id` to `delay` after now by the server's clock.
@@ -270,103 +199,49 @@ impl Queue {
     /// As [`schedule`](Self::schedule).
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// q.reschedule_in("order-17", std::time::Duration::from_secs(1800))?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reschedule_in(&self, id: &str, delay: Duration) -> Result<bool, QueueError> {
-        self.reschedule_with(id, b"in", delay_micros(delay)?)
+        ops::reschedule(&self.shared, id, When::after(delay)?)?.wait()
     }
 
-    fn reschedule_with(&self, id: &str, kind: &[u8], micros: u64) -> Result<bool, QueueError> {
-        check_id(id)?;
-        let s = &self.shared;
-        let micros = arg(micros);
-        let reply = s.client.eval(
-            &s.keys,
-            &client::RESCHEDULE,
-            &[id.as_bytes(), kind, &micros, &s.keys.channel],
-        )?;
-        let moved = matches!(reply.into_array().as_deref(), Some([Value::Int(1), ..]));
-        if moved {
-            bump(&s.client.counters.rescheduled, 1);
-        }
-        Ok(moved)
-    }
-
-    /// Up to `limit` dead-lettered jobs, oldest first.
+    /// Up to `limit` dead-lettered jobs, oldest first; at most
+    /// [`MAX_PAGE`](super::MAX_PAGE) (a larger limit reads that many).
     ///
     /// # Errors
     ///
     /// Redis unreachable for the retry window.
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// for dead in q.dead_letters(100)? {
     ///     println!("{} failed {} times", dead.id, dead.attempts);
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn dead_letters(&self, limit: usize) -> Result<Vec<DeadLetter>, QueueError> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let s = &self.shared;
-        let stop = arg(limit as u64 - 1);
-        s.client.call(|conn| {
-            let members = conn
-                .query(&[b"ZRANGE", s.keys.dead(), b"0", &stop, b"WITHSCORES"])?
-                .into_array()
-                .unwrap_or_default();
-            let mut out = Vec::new();
-            for pair in members.chunks(2) {
-                let [Value::Bulk(member), Value::Bulk(score)] = pair else {
-                    continue;
-                };
-                let id = String::from_utf8_lossy(member.get(16..).unwrap_or_default()).into_owned();
-                let at = parse_micros(score);
-                let meta = conn.query(&[b"HGET", s.keys.jobs(), id.as_bytes()])?;
-                let attempts = meta
-                    .as_bulk()
-                    .and_then(|m| m.split(|&b| b == b'|').nth(1))
-                    .and_then(|n| core::str::from_utf8(n).ok()?.parse().ok())
-                    .unwrap_or(0);
-                let payload = conn
-                    .query(&[b"HGET", s.keys.payload(), id.as_bytes()])?
-                    .into_bulk()
-                    .unwrap_or_default();
-                out.push(DeadLetter {
-                    id,
-                    payload,
-                    attempts,
-                    at: time_of(at),
-                });
-            }
-            Ok(out)
-        })
+        ops::dead_letters(&self.shared, limit)?.wait()
     }
 
-    /// Moves dead-lettered job `id` back to waiting, due now, with its
-    /// attempts reset; `false` if it is not dead-lettered.
+    /// Moves dead-lettered job `id` back to waiting, due now, with a fresh
+    /// set of attempts; `false` if it is not dead-lettered. Its fencing
+    /// token keeps growing, so a delivery from before cannot ack the next.
     ///
     /// # Errors
     ///
     /// [`QueueError::InvalidId`]; Redis unreachable for the retry window.
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// for dead in q.dead_letters(100)? {
     ///     q.requeue(&dead.id)?;
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn requeue(&self, id: &str) -> Result<bool, QueueError> {
-        check_id(id)?;
-        let s = &self.shared;
-        let reply = s
-            .client
-            .eval(&s.keys, &client::REQUEUE, &[id.as_bytes(), &s.keys.channel])?;
-        Ok(reply.as_int() == Some(1))
+        ops::requeue(&self.shared, id)?.wait()
     }
 
     /// Jobs waiting or in flight, and dead-lettered: `(live, dead)`.
@@ -376,30 +251,37 @@ impl Queue {
     /// Redis unreachable for the retry window.
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// let (live, dead) = q.len()?;
     /// # let _ = (live, dead);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn len(&self) -> Result<(u64, u64), QueueError> {
-        let s = &self.shared;
-        s.client.call(|conn| {
-            let live = int(&conn.query(&[b"ZCARD", s.keys.due()])?)?;
-            let dead = int(&conn.query(&[b"ZCARD", s.keys.dead()])?)?;
-            Ok((live as u64, dead as u64))
-        })
+        ops::len(&self.shared).wait()
     }
 
     /// This process's counters for the queue (shared by its clones and
     /// consumers).
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// println!("{} round trips", q.metrics().round_trips);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn metrics(&self) -> Metrics {
-        Metrics::of(&self.shared.client.counters)
+        Metrics::of(&self.shared.ctx.counters)
+    }
+
+    /// The server's `maxmemory-policy` as read at connect, or `None` if
+    /// the server would not say (`CONFIG` and `INFO` both refused).
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// assert_eq!(q.eviction_policy(), Some("noeviction"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn eviction_policy(&self) -> Option<&str> {
+        self.shared.ctx.policy.get().and_then(Option::as_deref)
     }
 
     /// A consumer of this queue: see [`Consumer`].
@@ -409,48 +291,26 @@ impl Queue {
     /// The wake-up timer's thread could not start.
     ///
     /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("127.0.0.1:6380".parse()?, "orders")?;
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// let consumer = q.consumer()?;
     /// # drop(consumer);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn consumer(&self) -> Result<Consumer, QueueError> {
-        Consumer::new(Arc::clone(&self.shared))
+        Consumer::start(&self.shared)
     }
-}
 
-fn check_id(id: &str) -> Result<(), QueueError> {
-    if id.is_empty() {
-        return Err(QueueError::InvalidId("an id may not be empty"));
+    /// The same queue as futures, sharing this one's connection.
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// let orders = q.to_async();
+    /// # drop(orders);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_async(&self) -> AsyncQueue {
+        AsyncQueue {
+            shared: Arc::clone(&self.shared),
+        }
     }
-    if id.len() > MAX_ID {
-        return Err(QueueError::InvalidId("an id may be at most 512 bytes"));
-    }
-    Ok(())
-}
-
-fn micros_of(due: SystemTime) -> Result<u64, QueueError> {
-    let micros = due
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_err(|_| QueueError::DueOutOfRange)?
-        .as_micros();
-    match u64::try_from(micros) {
-        Ok(micros) if micros <= MAX_DUE_MICROS => Ok(micros),
-        _ => Err(QueueError::DueOutOfRange),
-    }
-}
-
-fn delay_micros(delay: Duration) -> Result<u64, QueueError> {
-    // Added to the server's now inside the script: keep the sum exact.
-    match u64::try_from(delay.as_micros()) {
-        Ok(micros) if micros <= MAX_DUE_MICROS / 2 => Ok(micros),
-        _ => Err(QueueError::DueOutOfRange),
-    }
-}
-
-fn parse_micros(bytes: &[u8]) -> i64 {
-    core::str::from_utf8(bytes)
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .map_or(0, |f| f as i64)
 }

@@ -15,7 +15,7 @@ pub(crate) const MS: Duration = Duration::from_millis(1);
 
 /// The queue "orders" on `server`.
 pub(crate) fn builder(server: &RedisServer) -> QueueBuilder {
-    Queue::builder(server.addr(), "orders")
+    Queue::builder(&server.url(), "orders")
 }
 
 /// Fetches until `n` jobs came or `within` passed; acks each. Each fetch

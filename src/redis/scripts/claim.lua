@@ -1,40 +1,55 @@
 -- ARGV: max, lease, max attempts, misfire threshold, on missed ('fire',
--- 'dead', 'discard', 'spread'), spread window, retention (microseconds)
+-- 'dead', 'discard', 'spread'), spread window (microseconds but max and
+-- attempts), the claim's token, 1 if this is a retry, replay time to live
+-- (ms). KEYS[7]: this claim's replay record.
 -- Looks at no more than `max` jobs whose time has come, oldest first:
 -- waiting ones are delivered (or, if later than the threshold, follow the
 -- misfire policy); leased ones whose lease ran out are delivered again, or
--- dead-lettered after `max attempts`.
+-- dead-lettered once they had `max attempts`. A retry after a lost reply
+-- gets the jobs the first attempt delivered, still held, without spending
+-- another attempt.
 -- Returns {now, next or -1, dead-lettered, discarded, spread,
---          id, payload, attempt, due, id, payload, ...}.
+--          id, payload, attempt, fence, due, id, ...}.
 local max = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
 local max_attempts = tonumber(ARGV[3])
 local threshold = tonumber(ARGV[4])
 local on_missed = ARGV[5]
 local window = tonumber(ARGV[6])
-local retention = tonumber(ARGV[7])
+local token = ARGV[7]
+local now = clock()
 local out = {}
 local dead, discarded, spread = 0, 0, 0
 
-local function deliver(id, attempt, due, member)
-  attempt = attempt + 1
-  store(id, 'l', attempt, due, member)
-  redis.call('ZADD', KEYS[1], num(now + lease), member)
-  out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
-  out[#out + 1] = attempt
-  out[#out + 1] = due
+local function next_due()
+  local at = head()
+  return at or -1
 end
 
-local function dead_letter(id, attempt, due, member)
-  to_dead(id, attempt, due, member)
-  dead = dead + 1
+if ARGV[8] == '1' then
+  local saved = redis.call('GET', KEYS[7])
+  if saved then
+    local held = cmsgpack.unpack(saved)
+    local ids = {}
+    for i = 1, #held, 2 do ids[#ids + 1] = held[i] end
+    read(ids)
+    local head_out = {now, next_due(), 0, 0, 0}
+    for i = 1, #held, 2 do
+      local r = batch.recs[held[i]]
+      if r and r.s == 'l' and r.fence == held[i + 1] then
+        push(head_out, held[i], r.payload)
+        push(head_out, r.attempt, r.fence)
+        push(head_out, r.due)
+      end
+    end
+    return head_out
+  end
 end
 
 -- The k-th of n missed jobs goes to start + window * k / n; n is counted
 -- when a plan starts, and later calls carry the plan on.
 local function spread_out(member)
-  local plan = redis.call('HMGET', KEYS[8], 'start', 'window', 'total', 'done')
+  local plan = redis.call('HMGET', KEYS[6], 'start', 'window', 'total', 'done')
   local start, width, total, done = tonumber(plan[1]), tonumber(plan[2]), tonumber(plan[3]), tonumber(plan[4])
   if not start or done >= total then
     start, width, done = now, window, 0
@@ -43,52 +58,77 @@ local function spread_out(member)
   end
   local at = start + math.floor(width * done / total)
   if at < now then at = now end
-  redis.call('ZADD', KEYS[1], num(at), member)
-  redis.call('HSET', KEYS[8], 'start', num(start), 'window', num(width), 'total', total, 'done', done + 1)
+  push(batch.zadd, num(at), member)
+  redis.call('HSET', KEYS[6], 'start', num(start), 'window', num(width), 'total', total, 'done', done + 1)
   spread = spread + 1
+  return at
 end
 
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', num(now), 'WITHSCORES', 'LIMIT', 0, max)
-for i = 1, #due, 2 do
-  local member = due[i]
-  local score = tonumber(due[i + 1])
-  local id = string.sub(member, 17)
-  local meta = redis.call('HGET', KEYS[2], id)
-  if not meta then
-    redis.call('ZREM', KEYS[1], member)
-  else
-    local state, attempt, jdue = parse(meta)
-    if state == 'l' then
-      if attempt >= max_attempts then
-        dead_letter(id, attempt, jdue, member)
-      else
-        deliver(id, attempt, jdue, member)
-      end
-    elseif now - score > threshold and on_missed ~= 'fire' then
-      if on_missed == 'dead' then
-        dead_letter(id, attempt, jdue, member)
-      elseif on_missed == 'discard' then
-        redis.call('ZREM', KEYS[1], member)
-        ended(id, 'g')
-        discarded = discarded + 1
-      else
-        spread_out(member)
-      end
-    else
-      deliver(id, attempt, jdue, member)
-    end
+local first = redis.call('ZRANGE', KEYS[1], 0, max, 'WITHSCORES')
+local members, scores, ids = {}, {}, {}
+local later = nil
+for i = 1, #first, 2 do
+  local score = tonumber(first[i + 1])
+  if score <= now and #members < max then
+    members[#members + 1] = first[i]
+    scores[#scores + 1] = score
+    ids[#ids + 1] = string.sub(first[i], 17)
+  elseif later == nil then
+    later = score
   end
 end
-
-local old = redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', num(now - retention), 'LIMIT', 0, 100)
-for _, id in ipairs(old) do
-  redis.call('HDEL', KEYS[5], id)
-  redis.call('ZREM', KEYS[6], id)
+if #members == 0 then
+  return {now, later or -1, 0, 0, 0}
 end
-
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local nxt = -1
-if first[2] then nxt = tonumber(first[2]) end
-local head = {now, nxt, dead, discarded, spread}
-for _, v in ipairs(out) do head[#head + 1] = v end
-return head
+read(ids)
+local nxt = later
+local function soonest(at)
+  if nxt == nil or at < nxt then nxt = at end
+end
+local delivered = {}
+for i, member in ipairs(members) do
+  local id = ids[i]
+  local r = batch.recs[id]
+  local live = r and (r.s == 'w' or r.s == 'l') and (r.seq .. id) == member
+  if not live then
+    -- A member left behind by nothing we know: drop it.
+    push(batch.zrem, member)
+  elseif r.s == 'l' and r.attempt >= max_attempts then
+    r.s, r.last = 'x', token
+    put(id, r)
+    push(batch.zrem, member)
+    push(batch.dead_add, num(now), member)
+    dead = dead + 1
+  elseif r.s == 'w' and now - scores[i] > threshold and on_missed ~= 'fire' then
+    if on_missed == 'dead' then
+      r.s, r.last = 'x', token
+      put(id, r)
+      push(batch.zrem, member)
+      push(batch.dead_add, num(now), member)
+      dead = dead + 1
+    elseif on_missed == 'discard' then
+      push(batch.zrem, member)
+      finish(id, r, 'g', token, now)
+      discarded = discarded + 1
+    else
+      soonest(spread_out(member))
+    end
+  else
+    r.s, r.last = 'l', token
+    r.fence, r.attempt = r.fence + 1, r.attempt + 1
+    put(id, r)
+    push(batch.zadd, num(now + lease), member)
+    soonest(now + lease)
+    push(out, id, r.payload)
+    push(out, r.attempt, r.fence)
+    push(out, r.due)
+    push(delivered, id, r.fence)
+  end
+end
+flush()
+if #delivered > 0 then
+  redis.call('SET', KEYS[7], cmsgpack.pack(delivered), 'PX', ARGV[9])
+end
+local reply = {now, nxt or -1, dead, discarded, spread}
+for _, v in ipairs(out) do reply[#reply + 1] = v end
+return reply

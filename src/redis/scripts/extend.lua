@@ -1,7 +1,9 @@
--- ARGV: id, attempt, lease. Pushes a held job's lease deadline to now +
--- lease. Returns 1, or -1 if the lease is lost (it ran out and the job went
--- to another delivery, or it ended).
-local _, _, member = held(ARGV[1], ARGV[2])
-if not member then return -1 end
-redis.call('ZADD', KEYS[1], num(now + tonumber(ARGV[3])), member)
+-- ARGV: id, fence, lease (microseconds). Pushes a held job's lease
+-- deadline to now + lease (a retry pushes it again, to the same effect).
+-- Returns 1, or -1 if the lease is lost.
+local id, fence = ARGV[1], tonumber(ARGV[2])
+read({id})
+local r = batch.recs[id]
+if not r or r.s ~= 'l' or r.fence ~= fence then return -1 end
+redis.call('ZADD', KEYS[1], num(clock() + tonumber(ARGV[3])), r.seq .. id)
 return 1

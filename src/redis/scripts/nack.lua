@@ -1,12 +1,29 @@
--- ARGV: id, attempt, delay, max attempts. Returns 1 to be retried after
--- the delay, 2 dead-lettered (out of attempts), -1 the lease is lost.
-local id = ARGV[1]
-local attempt, due, member = held(id, ARGV[2])
-if not member then return -1 end
-if attempt >= tonumber(ARGV[4]) then
-  to_dead(id, attempt, due, member)
-  return 2
+-- ARGV: id, fence, delay, max attempts, token, 1 if a retry, answer time
+-- to live (ms). KEYS[7]: this call's answer, for a retry.
+-- Returns 1 to be retried after the delay, 2 dead-lettered (out of
+-- attempts), -1 the lease is lost.
+if ARGV[6] == '1' then
+  local answer = redis.call('GET', KEYS[7])
+  if answer then return tonumber(answer) end
 end
-store(id, 'd', attempt, due, member)
-redis.call('ZADD', KEYS[1], num(now + tonumber(ARGV[3])), member)
-return 1
+local id, fence, token = ARGV[1], tonumber(ARGV[2]), ARGV[5]
+read({id})
+local r = batch.recs[id]
+if not r or r.s ~= 'l' or r.fence ~= fence then return -1 end
+local now = clock()
+local member = r.seq .. id
+local answer = 1
+r.last = token
+if r.attempt >= tonumber(ARGV[4]) then
+  r.s = 'x'
+  push(batch.zrem, member)
+  push(batch.dead_add, num(now), member)
+  answer = 2
+else
+  r.s = 'w'
+  push(batch.zadd, num(now + tonumber(ARGV[3])), member)
+end
+put(id, r)
+flush()
+redis.call('SET', KEYS[7], answer, 'PX', ARGV[7])
+return answer

@@ -1,12 +1,27 @@
--- ARGV: id, wake channel. Moves a dead-lettered job back to waiting, due
--- now, with its attempts reset. Returns 1, or 0 if it is not dead.
+-- ARGV: id, token, 1 if a retry, answer time to live (ms), wake channel.
+-- KEYS[7]: this call's answer. Moves a dead-lettered job back to waiting,
+-- due now, with a fresh set of attempts; its fence keeps growing, so a
+-- delivery from before cannot ack the next one. Returns 1, or 0 if it
+-- was not dead-lettered.
+if ARGV[3] == '1' then
+  local answer = redis.call('GET', KEYS[7])
+  if answer then return tonumber(answer) end
+end
 local id = ARGV[1]
-local meta = redis.call('HGET', KEYS[2], id)
-if not meta then return 0 end
-local state, _, _, member = parse(meta)
-if state ~= 'x' then return 0 end
-redis.call('ZREM', KEYS[4], member)
-store(id, 'd', 0, now, member)
-redis.call('ZADD', KEYS[1], num(now), member)
-hint_if_first(member, now, ARGV[2])
-return 1
+read({id})
+local r = batch.recs[id]
+local answer = 0
+if r and r.s == 'x' then
+  local now = clock()
+  local member = r.seq .. id
+  r.s, r.attempt, r.last = 'w', 0, ARGV[2]
+  put(id, r)
+  push(batch.dead_rem, member)
+  push(batch.zadd, num(now), member)
+  local before = head()
+  flush()
+  hint(ARGV[5], now, before)
+  answer = 1
+end
+redis.call('SET', KEYS[7], answer, 'PX', ARGV[4])
+return answer

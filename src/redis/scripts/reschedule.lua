@@ -1,20 +1,31 @@
--- ARGV: id, 'at' or 'in', microseconds, wake channel. Moves a waiting job
--- (ordered among equal due times as if scheduled now). Returns {1, due},
--- or {0, state} if it is not waiting.
+-- ARGV: id, 'a' (at) or 'i' (in), microseconds, token, 1 if a retry,
+-- answer time to live (ms), wake channel. KEYS[7]: this call's answer.
+-- Moves a waiting job, ordered among equal due times as if scheduled now.
+-- Returns the new due time, or -1 if the job is not waiting.
+if ARGV[5] == '1' then
+  local answer = redis.call('GET', KEYS[7])
+  if answer then return tonumber(answer) end
+end
 local id = ARGV[1]
-local meta = redis.call('HGET', KEYS[2], id)
-if not meta then
-  return {0, redis.call('HGET', KEYS[5], id) or 'unknown'}
+read({id})
+local r = batch.recs[id]
+local answer = -1
+if r and r.s == 'w' then
+  local due = tonumber(ARGV[3])
+  local now = nil
+  if ARGV[2] == 'i' then
+    now = clock()
+    due = now + due
+  end
+  push(batch.zrem, r.seq .. id)
+  r.seq = string.format('%016x', redis.call('INCR', KEYS[5]))
+  r.due, r.last = due, ARGV[4]
+  put(id, r)
+  push(batch.zadd, num(due), r.seq .. id)
+  local before = head()
+  flush()
+  hint(ARGV[7], due, before)
+  answer = due
 end
-local state, attempt, _, member = parse(meta)
-if state ~= 'd' then
-  return {0, state}
-end
-local due = tonumber(ARGV[3])
-if ARGV[2] == 'in' then due = now + due end
-redis.call('ZREM', KEYS[1], member)
-member = new_member(id)
-store(id, 'd', attempt, due, member)
-redis.call('ZADD', KEYS[1], num(due), member)
-hint_if_first(member, due, ARGV[4])
-return {1, due}
+redis.call('SET', KEYS[7], answer, 'PX', ARGV[6])
+return answer

@@ -1,0 +1,419 @@
+//! A consumer's claim loop: one task on the queue's I/O thread takes due
+//! jobs for every `fetch` waiting on the consumer, and sleeps on a
+//! tickwheel [`Timer`] until the next job is due.
+//!
+//! # Waking exactly, without polling storms
+//!
+//! Every claim's reply carries the server's time and the earliest time
+//! anything is next due (a job's due time, or a lease running out). The
+//! loop sleeps until that moment on a `Timer`'s sleep, translated to this
+//! process's monotonic clock by a lower bound: the server's clock read in
+//! the script is at most the reply's arrival, so waking `next - now` after
+//! the arrival is never early by the server's clock. Three things shorten
+//! the sleep: a hint (a producer published that it scheduled a job earlier
+//! than any other), a new fetch, and a claim that filled its batch (more
+//! may be due). Hints can be lost (a dropped connection, a restarted
+//! server), so while a fetch waits the loop also polls, at a jittered
+//! interval of about a second, with one `ZRANGE`: a lost hint costs one
+//! poll interval, never a stall. However many threads fetch, and whatever
+//! their timeouts, an idle consumer sends one command per poll interval.
+//!
+//! # Nothing leased to nobody
+//!
+//! A claim carries a request token: a retry after a lost reply gets the
+//! same jobs back, still held, without another attempt spent. Jobs that
+//! arrive for a fetch that has gone (its future dropped, its timeout
+//! passed) go to the next waiting fetch, or are handed back at once
+//! (`release.lua`), not counted as an attempt.
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::time::Duration;
+use std::time::Instant;
+
+use tokio::sync::{broadcast, mpsc};
+
+use super::counters::bump;
+use super::keys::Token;
+use super::link::{jitter, lua, Hint, Io, Reply};
+use super::ops::{array, delivery, int};
+use super::options::micros;
+use super::outcome::Delivery;
+use super::QueueError;
+use crate::timer::{Inline, Task, Timer};
+
+lua!(CLAIM, "claim.lua");
+lua!(RELEASE, "release.lua");
+
+/// A waiting `fetch`.
+pub(super) struct Fetch {
+    pub(super) max: usize,
+    /// `None`: no deadline (a timeout too long to represent).
+    pub(super) deadline: Option<Instant>,
+    pub(super) reply: Reply<Vec<Delivery>>,
+}
+
+pub(super) enum ToClaimer {
+    Fetch(Fetch),
+    Close,
+}
+
+/// What a claim saw.
+struct Claimed {
+    /// The server's clock in the script, and when its reply arrived here.
+    anchor: Anchor,
+    next: Option<i64>,
+    jobs: Vec<Delivery>,
+}
+
+/// A lower bound of the server's clock: at `local`, it read at least
+/// `server` microseconds.
+#[derive(Clone, Copy)]
+struct Anchor {
+    local: Instant,
+    server: i64,
+}
+
+/// How far the server's clock may drift from ours while we sleep on an
+/// old anchor: woken this much early, a claim finds nothing and re-anchors.
+const DRIFT_PPM: u64 = 100;
+
+impl Anchor {
+    /// The server's clock now, at least.
+    fn now(&self) -> i64 {
+        let elapsed = i64::try_from(self.local.elapsed().as_micros()).unwrap_or(i64::MAX);
+        self.server.saturating_add(elapsed)
+    }
+
+    /// The first local instant at which the server's clock has reached `at`
+    /// (less the drift allowance).
+    fn instant_of(&self, at: i64) -> Instant {
+        let ahead = u64::try_from(at.saturating_sub(self.server)).unwrap_or(0);
+        let drift = (ahead.saturating_mul(DRIFT_PPM) / 1_000_000).min(ahead);
+        let wait = Duration::from_micros(ahead - drift);
+        self.local.checked_add(wait).unwrap_or_else(far_future)
+    }
+}
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
+/// The loop's knowledge of the queue.
+struct Knowledge {
+    anchor: Option<Anchor>,
+    /// The earliest due time known (server microseconds); `None`: nothing.
+    next: Option<i64>,
+    /// Whether `next` can be trusted without asking: false at the start
+    /// and after hints may have been missed.
+    known: bool,
+    poll_at: Instant,
+}
+
+impl Knowledge {
+    fn due_now(&self) -> bool {
+        match (self.next, self.anchor) {
+            (Some(next), Some(anchor)) => next <= anchor.now(),
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
+    fn wake_at(&self) -> Option<Instant> {
+        let next = self.next?;
+        Some(match self.anchor {
+            Some(anchor) => anchor.instant_of(next),
+            None => Instant::now(),
+        })
+    }
+
+    fn learn(&mut self, next: Option<i64>) {
+        self.next = next;
+        self.known = true;
+    }
+
+    fn hint(&mut self, at: i64) {
+        if self.next.is_none_or(|next| at < next) {
+            self.next = Some(at);
+        }
+    }
+}
+
+/// The loop. Ends on `Close`, or when every consumer handle is gone.
+pub(super) async fn run(
+    io: Io,
+    mut rx: mpsc::UnboundedReceiver<ToClaimer>,
+    mut hints: Option<broadcast::Receiver<Hint>>,
+    timer: Timer<Task, Inline>,
+) {
+    let poll = io.ctx.options.poll;
+    let mut waiting: VecDeque<Fetch> = VecDeque::new();
+    let mut k = Knowledge {
+        anchor: None,
+        next: None,
+        known: false,
+        poll_at: Instant::now(),
+    };
+    let mut sleep = timer.sleep_until(far_future());
+    let mut sleep_at = far_future();
+    loop {
+        waiting.retain(|fetch| !fetch.reply.is_closed());
+        // A fetch claims once if anything may be due, even with no time
+        // left to wait (a zero timeout); only then does its deadline count.
+        if !waiting.is_empty() && (!k.known || k.due_now()) {
+            let want = waiting
+                .iter()
+                .map(|f| f.max)
+                .sum::<usize>()
+                .min(io.ctx.options.batch);
+            match claim(&io, want).await {
+                Ok(claimed) => {
+                    k.anchor = Some(claimed.anchor);
+                    k.learn(claimed.next);
+                    k.poll_at = Instant::now() + jitter(poll);
+                    hand_out(&io, &mut waiting, claimed.jobs).await;
+                }
+                Err(err) => {
+                    for fetch in waiting.drain(..) {
+                        let _ = fetch.reply.send(Err(err.clone()));
+                    }
+                    k.known = false;
+                }
+            }
+            continue;
+        }
+        let now = Instant::now();
+        if !waiting.is_empty() && now >= k.poll_at {
+            bump(&io.ctx.counters.polls, 1);
+            match head(&io).await {
+                Ok(next) => k.learn(next),
+                Err(_) => k.known = false,
+            }
+            k.poll_at = Instant::now() + jitter(poll);
+            continue;
+        }
+        while let Some(pos) = waiting
+            .iter()
+            .position(|f| f.deadline.is_some_and(|d| d <= now))
+        {
+            if let Some(fetch) = waiting.remove(pos) {
+                let _ = fetch.reply.send(Ok(Vec::new()));
+            }
+        }
+        // Sleep until something may be due, a fetch's deadline, a poll,
+        // or news.
+        let wake = if waiting.is_empty() {
+            None
+        } else {
+            k.wake_at()
+        };
+        let target = wake.unwrap_or_else(far_future);
+        if target != sleep_at {
+            sleep.reset(target);
+            sleep_at = target;
+        }
+        let other = waiting
+            .iter()
+            .filter_map(|f| f.deadline)
+            .chain((!waiting.is_empty()).then_some(k.poll_at))
+            .min()
+            .unwrap_or_else(far_future);
+        tokio::select! {
+            message = rx.recv() => match message {
+                Some(ToClaimer::Fetch(fetch)) => waiting.push_back(fetch),
+                Some(ToClaimer::Close) | None => break,
+            },
+            () = &mut sleep, if wake.is_some() => {
+                sleep_at = far_future();
+                sleep.reset(sleep_at);
+            }
+            () = tokio::time::sleep_until(other.into()) => {}
+            hint = recv_hint(&mut hints) => {
+                bump(&io.ctx.counters.hints, 1);
+                match hint {
+                    Some(Hint::At(at)) => k.hint(at),
+                    Some(Hint::Resync) | None => k.known = false,
+                }
+            }
+        }
+    }
+    for fetch in waiting {
+        let _ = fetch.reply.send(Err(QueueError::Closed));
+    }
+    // Fetches that raced the close get the same answer.
+    rx.close();
+    while let Some(message) = rx.recv().await {
+        if let ToClaimer::Fetch(fetch) = message {
+            let _ = fetch.reply.send(Err(QueueError::Closed));
+        }
+    }
+}
+
+async fn recv_hint(hints: &mut Option<broadcast::Receiver<Hint>>) -> Option<Hint> {
+    match hints {
+        Some(rx) => match rx.recv().await {
+            Ok(hint) => Some(hint),
+            // Missed some: treat as a resync.
+            Err(broadcast::error::RecvError::Lagged(_)) => None,
+            Err(broadcast::error::RecvError::Closed) => core::future::pending().await,
+        },
+        None => core::future::pending().await,
+    }
+}
+
+/// Gives claimed jobs to the waiting fetches, oldest first, each up to its
+/// `max`; jobs no fetch can take any more are handed back.
+async fn hand_out(io: &Io, waiting: &mut VecDeque<Fetch>, jobs: Vec<Delivery>) {
+    let mut jobs = jobs.into_iter().peekable();
+    while jobs.peek().is_some() {
+        let Some(fetch) = waiting.pop_front() else {
+            break;
+        };
+        if fetch.reply.is_closed() {
+            continue;
+        }
+        let mine: Vec<Delivery> = jobs.by_ref().take(fetch.max).collect();
+        if let Err(Ok(mine)) = fetch.reply.send(Ok(mine)) {
+            // It went between the check and the send: keep the jobs for
+            // the next fetch.
+            let rest: Vec<Delivery> = mine.into_iter().chain(jobs).collect();
+            jobs = rest.into_iter().peekable();
+        }
+    }
+    let orphans: Vec<Delivery> = jobs.collect();
+    if !orphans.is_empty() {
+        release(io, &orphans).await;
+    }
+}
+
+/// Runs the claim script for up to `max` jobs.
+async fn claim(io: &Io, max: usize) -> Result<Claimed, QueueError> {
+    let ctx = &io.ctx;
+    let o = &ctx.options;
+    let token = Token::new();
+    let mut keys: Vec<alloc::string::String> = ctx.keys.fixed.to_vec();
+    keys.push(ctx.keys.of_token("claim", &token));
+    let ttl_ms = u64::try_from(o.lease.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    bump(&ctx.counters.claims, 1);
+    let reply = io
+        .retry(|conn, again| {
+            let mut cmd = CLAIM.command(&keys);
+            cmd.arg(max).arg(micros(o.lease)).arg(o.max_attempts);
+            cmd.arg(micros(o.threshold))
+                .arg(o.on_missed)
+                .arg(micros(o.window));
+            cmd.arg(token.hex()).arg(u8::from(again)).arg(ttl_ms);
+            async move { CLAIM.run(conn, &cmd).await }
+        })
+        .await?;
+    let received = Instant::now();
+    let mut items = array(reply)?.into_iter();
+    let mut head = [0i64; 5];
+    for slot in &mut head {
+        *slot = items.next().as_ref().and_then(int).ok_or_else(|| {
+            QueueError::Server(alloc::string::String::from("unexpected claim reply"))
+        })?;
+    }
+    let [now, next, dead, discarded, spread] = head;
+    let c = &ctx.counters;
+    bump(&c.dead_lettered, dead as u64);
+    bump(&c.discarded, discarded as u64);
+    bump(&c.spread, spread as u64);
+    let mut jobs = Vec::new();
+    while let Some(job) = delivery(&ctx.identity, &mut items) {
+        let late = now.saturating_sub(micros_of(job.due));
+        c.lateness.record(Duration::from_micros(late.max(0) as u64));
+        bump(&c.delivered, 1);
+        if job.attempt > 1 {
+            bump(&c.redelivered, 1);
+        }
+        jobs.push(job);
+    }
+    Ok(Claimed {
+        anchor: Anchor {
+            local: received,
+            server: now,
+        },
+        next: (next >= 0).then_some(next),
+        jobs,
+    })
+}
+
+fn micros_of(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// The earliest score in the queue: the reconciliation poll, one command.
+async fn head(io: &Io) -> Result<Option<i64>, QueueError> {
+    let mut cmd = redis::cmd("ZRANGE");
+    cmd.arg(io.ctx.keys.due()).arg(0).arg(0).arg("WITHSCORES");
+    let reply = io.query(&cmd).await?;
+    let items = array(reply)?;
+    Ok(items.get(1).and_then(|score| match score {
+        redis::Value::Double(f) => Some(*f as i64),
+        other => int(other).or_else(|| {
+            let redis::Value::BulkString(b) = other else {
+                return None;
+            };
+            core::str::from_utf8(b)
+                .ok()?
+                .parse::<f64>()
+                .ok()
+                .map(|f| f as i64)
+        }),
+    }))
+}
+
+/// Hands jobs back without spending an attempt (see `release.lua`).
+async fn release(io: &Io, jobs: &[Delivery]) {
+    let mut cmd = RELEASE.command(&io.ctx.keys.fixed);
+    cmd.arg(&io.ctx.keys.channel);
+    for job in jobs {
+        cmd.arg(&job.id).arg(job.fence);
+    }
+    if let Ok(back) = io.script(&RELEASE, &cmd).await {
+        bump(
+            &io.ctx.counters.released,
+            int(&back).unwrap_or(0).max(0) as u64,
+        );
+    }
+}
+
+/// Keeps the queue's hint subscription: forwards every published due time
+/// to the consumers, and tells them to resync after each (re)subscription.
+pub(super) async fn hints(io: Io) {
+    let ctx = Arc::clone(&io.ctx);
+    let mut backoff = Duration::from_millis(10);
+    let mut attempt = 0usize;
+    loop {
+        let subscribed = ctx.reach.subscribe(&ctx.keys.channel, attempt).await;
+        attempt = attempt.wrapping_add(1);
+        let Ok(mut pubsub) = subscribed else {
+            bump(&ctx.counters.failures, 1);
+            tokio::time::sleep(jitter(backoff)).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+            continue;
+        };
+        bump(&ctx.counters.dials, 1);
+        backoff = Duration::from_millis(10);
+        let _ = ctx.hints.send(Hint::Resync);
+        let mut messages = pubsub.on_message();
+        while let Some(message) = futures_next(&mut messages).await {
+            let at = core::str::from_utf8(message.get_payload_bytes())
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok());
+            if let Some(at) = at {
+                let _ = ctx.hints.send(Hint::At(at));
+            }
+        }
+    }
+}
+
+/// The next item of a stream, without a futures dependency.
+async fn futures_next<S: futures_core::Stream + Unpin>(stream: &mut S) -> Option<S::Item> {
+    core::future::poll_fn(|cx| core::pin::Pin::new(&mut *stream).poll_next(cx)).await
+}

@@ -1,0 +1,591 @@
+//! Every call of the queue, once: its checks, the script it runs and how
+//! its answer is read. [`Queue`](super::Queue) and
+//! [`AsyncQueue`](super::AsyncQueue) (and the consumers) are thin shells
+//! over these.
+
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::time::Duration;
+use std::time::SystemTime;
+
+use redis::{Cmd, Value};
+use tokio::sync::oneshot;
+
+use super::counters::bump;
+use super::keys::Token;
+use super::link::{lua, Batched, Call, Ctx, Io, Pending, Request, Shared};
+use super::options::micros;
+use super::outcome::{Acked, Cancelled, DeadLetter, Delivery, Nacked, Scheduled};
+use super::{
+    QueueError, MAX_DUE_MICROS, MAX_ID, MAX_LEASE, MAX_PAGE, MAX_PAYLOAD, MAX_RETRY_DELAY,
+};
+
+lua!(SCHEDULE, "schedule.lua");
+lua!(CANCEL, "cancel.lua");
+lua!(ACK, "ack.lua");
+lua!(NACK, "nack.lua");
+lua!(EXTEND, "extend.lua");
+lua!(REQUEUE, "requeue.lua");
+lua!(RESCHEDULE, "reschedule.lua");
+lua!(DEAD, "dead.lua");
+
+/// When a job is due: at a wall-clock time, or after a delay from the
+/// server's now (microseconds either way).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum When {
+    At(u64),
+    In(u64),
+}
+
+impl When {
+    /// A due time, rounded up to the microsecond so a job is never early.
+    pub(super) fn at(due: SystemTime) -> Result<When, QueueError> {
+        let since = due
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_err(|_| QueueError::DueOutOfRange)?;
+        let micros = since.as_micros() + u128::from(!since.subsec_nanos().is_multiple_of(1000));
+        match u64::try_from(micros) {
+            Ok(micros) if micros <= MAX_DUE_MICROS => Ok(When::At(micros)),
+            _ => Err(QueueError::DueOutOfRange),
+        }
+    }
+
+    /// A delay from the server's now, rounded up to the microsecond.
+    pub(super) fn after(delay: Duration) -> Result<When, QueueError> {
+        // Added to the server's now inside the script: keep the sum exact.
+        let micros = delay.as_micros() + u128::from(!delay.subsec_nanos().is_multiple_of(1000));
+        match u64::try_from(micros) {
+            Ok(micros) if micros <= MAX_DUE_MICROS / 2 => Ok(When::In(micros)),
+            _ => Err(QueueError::DueOutOfRange),
+        }
+    }
+
+    fn kind(self) -> (&'static str, u64) {
+        match self {
+            When::At(micros) => ("a", micros),
+            When::In(micros) => ("i", micros),
+        }
+    }
+}
+
+pub(super) fn check_id(id: &str) -> Result<(), QueueError> {
+    if id.is_empty() {
+        return Err(QueueError::InvalidId("an id may not be empty"));
+    }
+    if id.len() > MAX_ID {
+        return Err(QueueError::InvalidId("an id may be at most 512 bytes"));
+    }
+    Ok(())
+}
+
+fn check_payload(payload: &[u8]) -> Result<(), QueueError> {
+    if payload.len() > MAX_PAYLOAD {
+        return Err(QueueError::PayloadTooLarge { len: payload.len() });
+    }
+    Ok(())
+}
+
+/// A lease or lease extension: from 1 ms to [`MAX_LEASE`].
+fn lease_micros(lease: Duration) -> Result<u64, QueueError> {
+    if lease < Duration::from_millis(1) || lease > MAX_LEASE {
+        return Err(QueueError::Argument("a lease must be from 1 ms to 24 h"));
+    }
+    Ok(micros(lease))
+}
+
+/// Checks that `job` came from this queue.
+fn own(ctx: &Ctx, job: &Delivery) -> Result<(), QueueError> {
+    if *job.queue != *ctx.identity {
+        return Err(QueueError::WrongQueue);
+    }
+    Ok(())
+}
+
+pub(super) fn int(value: &Value) -> Option<i64> {
+    match value {
+        Value::Int(n) => Some(*n),
+        Value::BulkString(bytes) => core::str::from_utf8(bytes).ok()?.parse().ok(),
+        Value::Double(f) => Some(*f as i64),
+        _ => None,
+    }
+}
+
+fn bytes(value: Value) -> Vec<u8> {
+    match value {
+        Value::BulkString(bytes) => bytes,
+        Value::SimpleString(s) => s.into_bytes(),
+        _ => Vec::new(),
+    }
+}
+
+pub(super) fn array(value: Value) -> Result<Vec<Value>, QueueError> {
+    match value {
+        Value::Array(items) | Value::Set(items) => Ok(items),
+        Value::Nil => Ok(Vec::new()),
+        other => Err(unexpected(&other)),
+    }
+}
+
+fn unexpected(value: &Value) -> QueueError {
+    QueueError::Server(alloc::format!(
+        "unexpected reply from a queue script: {value:?}"
+    ))
+}
+
+pub(super) fn time_of(micros: i64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_micros(micros.max(0) as u64)
+}
+
+/// The queue's six fixed keys, then `extra`.
+fn keys_with(ctx: &Ctx, extra: &[String]) -> Vec<String> {
+    let mut keys: Vec<String> = ctx.keys.fixed.to_vec();
+    keys.extend_from_slice(extra);
+    keys
+}
+
+// ---- schedule ------------------------------------------------------------
+
+pub(super) struct ScheduleJob {
+    id: String,
+    token: Token,
+    when: When,
+    payload: Vec<u8>,
+}
+
+impl Batched for ScheduleJob {
+    type Answer = Scheduled;
+
+    fn lua() -> &'static super::link::Lua {
+        &SCHEDULE
+    }
+
+    fn bytes(&self) -> usize {
+        self.payload.len() + self.id.len() + 48
+    }
+
+    fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
+        let mut cmd = SCHEDULE.command(&ctx.keys.fixed);
+        cmd.arg(&ctx.keys.channel);
+        for job in jobs {
+            let (kind, micros) = job.when.kind();
+            cmd.arg(&job.id)
+                .arg(job.token.hex())
+                .arg(kind)
+                .arg(micros)
+                .arg(&job.payload);
+        }
+        cmd
+    }
+
+    fn answers(reply: Value, jobs: &[Self], ctx: &Ctx) -> Result<Vec<Scheduled>, QueueError> {
+        let items = array(reply)?;
+        if items.len() != jobs.len() * 2 {
+            return Err(QueueError::Server(String::from(
+                "a schedule reply of the wrong length",
+            )));
+        }
+        let c = &ctx.counters;
+        Ok(items
+            .chunks(2)
+            .map(|pair| match (int(&pair[0]), int(&pair[1])) {
+                (Some(1), Some(due)) => {
+                    bump(&c.scheduled, 1);
+                    Scheduled::Created { due: time_of(due) }
+                }
+                _ => {
+                    bump(&c.duplicates, 1);
+                    Scheduled::Exists
+                }
+            })
+            .collect())
+    }
+}
+
+pub(super) fn schedule(
+    s: &Shared,
+    id: &str,
+    when: When,
+    payload: &[u8],
+) -> Result<Pending<Scheduled>, QueueError> {
+    let mut one = schedule_many(s, &[(id, when, payload)])?;
+    Ok(one.remove(0))
+}
+
+/// Checks every job first, so bad input in any refuses the whole batch
+/// before anything is sent; the rest travel to the I/O thread together.
+pub(super) fn schedule_many(
+    s: &Shared,
+    jobs: &[(&str, When, &[u8])],
+) -> Result<Vec<Pending<Scheduled>>, QueueError> {
+    for &(id, _, payload) in jobs {
+        check_id(id)?;
+        check_payload(payload)?;
+    }
+    let (calls, pending) = jobs
+        .iter()
+        .map(|&(id, when, payload)| {
+            let job = ScheduleJob {
+                id: id.to_string(),
+                token: Token::new(),
+                when,
+                payload: payload.to_vec(),
+            };
+            let (reply, rx) = oneshot::channel();
+            (Call { job, reply }, Pending::new(rx))
+        })
+        .unzip();
+    s.send(Request::Schedule(calls));
+    Ok(pending)
+}
+
+// ---- cancel --------------------------------------------------------------
+
+pub(super) struct CancelJob {
+    id: String,
+    token: Token,
+}
+
+impl Batched for CancelJob {
+    type Answer = Cancelled;
+
+    fn lua() -> &'static super::link::Lua {
+        &CANCEL
+    }
+
+    fn bytes(&self) -> usize {
+        self.id.len() + 64
+    }
+
+    fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
+        let answers: Vec<String> = jobs
+            .iter()
+            .map(|job| ctx.keys.of_token("ans", &job.token))
+            .collect();
+        let mut cmd = CANCEL.command(&keys_with(ctx, &answers));
+        cmd.arg(ctx.options.answer_ttl_ms());
+        for job in jobs {
+            cmd.arg(&job.id).arg(job.token.hex());
+        }
+        cmd
+    }
+
+    fn answers(reply: Value, jobs: &[Self], ctx: &Ctx) -> Result<Vec<Cancelled>, QueueError> {
+        let items = array(reply)?;
+        if items.len() != jobs.len() {
+            return Err(QueueError::Server(String::from(
+                "a cancel reply of the wrong length",
+            )));
+        }
+        items
+            .into_iter()
+            .map(|item| {
+                let mut parts = array(item)?.into_iter();
+                let what = parts.next().map(bytes).unwrap_or_default();
+                Ok(match what.as_slice() {
+                    b"cancelled" => {
+                        bump(&ctx.counters.cancelled, 1);
+                        ctx.trim_wake.notify_one();
+                        Cancelled::Cancelled(parts.next().map(bytes).unwrap_or_default())
+                    }
+                    b"in_flight" => Cancelled::InFlight,
+                    b"acked" => Cancelled::Delivered,
+                    b"ended" => Cancelled::Ended,
+                    _ => Cancelled::Unknown,
+                })
+            })
+            .collect()
+    }
+}
+
+pub(super) fn cancel(s: &Shared, id: &str) -> Result<Pending<Cancelled>, QueueError> {
+    check_id(id)?;
+    let job = CancelJob {
+        id: id.to_string(),
+        token: Token::new(),
+    };
+    Ok(s.call(|reply| Request::Cancel(Call { job, reply })))
+}
+
+// ---- ack -----------------------------------------------------------------
+
+pub(super) struct AckJob {
+    id: String,
+    fence: u64,
+    token: Token,
+}
+
+impl Batched for AckJob {
+    type Answer = Acked;
+
+    fn lua() -> &'static super::link::Lua {
+        &ACK
+    }
+
+    fn bytes(&self) -> usize {
+        self.id.len() + 48
+    }
+
+    fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
+        let mut cmd = ACK.command(&ctx.keys.fixed);
+        for job in jobs {
+            cmd.arg(&job.id).arg(job.fence).arg(job.token.hex());
+        }
+        cmd
+    }
+
+    fn answers(reply: Value, jobs: &[Self], ctx: &Ctx) -> Result<Vec<Acked>, QueueError> {
+        let items = array(reply)?;
+        if items.len() != jobs.len() {
+            return Err(QueueError::Server(String::from(
+                "an ack reply of the wrong length",
+            )));
+        }
+        let c = &ctx.counters;
+        Ok(items
+            .iter()
+            .map(|item| match int(item) {
+                Some(1) => {
+                    bump(&c.acked, 1);
+                    ctx.trim_wake.notify_one();
+                    Acked::Acked
+                }
+                // A repeated ack of a delivery acked before: counted once.
+                Some(2) => Acked::Acked,
+                _ => {
+                    bump(&c.lease_lost, 1);
+                    Acked::LeaseLost
+                }
+            })
+            .collect())
+    }
+}
+
+pub(super) fn ack(s: &Shared, job: &Delivery) -> Result<Pending<Acked>, QueueError> {
+    let mut one = ack_all(s, core::slice::from_ref(job))?;
+    Ok(one.remove(0))
+}
+
+pub(super) fn ack_all(s: &Shared, jobs: &[Delivery]) -> Result<Vec<Pending<Acked>>, QueueError> {
+    for job in jobs {
+        own(&s.ctx, job)?;
+    }
+    let (calls, pending) = jobs
+        .iter()
+        .map(|job| {
+            let job = AckJob {
+                id: job.id.clone(),
+                fence: job.fence,
+                token: Token::new(),
+            };
+            let (reply, rx) = oneshot::channel();
+            (Call { job, reply }, Pending::new(rx))
+        })
+        .unzip();
+    s.send(Request::Ack(calls));
+    Ok(pending)
+}
+
+// ---- single calls ----------------------------------------------------------
+
+/// Runs a script whose arguments depend on whether this attempt is a
+/// retry (the scripts that keep an answer for one).
+async fn script_with_retry_flag(
+    io: &Io,
+    lua: &'static super::link::Lua,
+    cmd: impl Fn(bool) -> Cmd,
+) -> Result<Value, QueueError> {
+    io.retry(|conn, again| {
+        let cmd = cmd(again);
+        async move { lua.run(conn, &cmd).await }
+    })
+    .await
+}
+
+pub(super) fn reschedule(s: &Shared, id: &str, when: When) -> Result<Pending<bool>, QueueError> {
+    check_id(id)?;
+    let id = id.to_string();
+    Ok(s.task(move |io, reply| async move {
+        let token = Token::new();
+        let keys = keys_with(&io.ctx, &[io.ctx.keys.of_token("ans", &token)]);
+        let (kind, micros) = when.kind();
+        let answer = script_with_retry_flag(&io, &RESCHEDULE, |again| {
+            let mut cmd = RESCHEDULE.command(&keys);
+            cmd.arg(&id)
+                .arg(kind)
+                .arg(micros)
+                .arg(token.hex())
+                .arg(u8::from(again));
+            cmd.arg(io.ctx.options.answer_ttl_ms())
+                .arg(&io.ctx.keys.channel);
+            cmd
+        })
+        .await
+        .map(|v| {
+            let moved = int(&v).is_some_and(|due| due >= 0);
+            if moved {
+                bump(&io.ctx.counters.rescheduled, 1);
+            }
+            moved
+        });
+        let _ = reply.send(answer);
+    }))
+}
+
+pub(super) fn requeue(s: &Shared, id: &str) -> Result<Pending<bool>, QueueError> {
+    check_id(id)?;
+    let id = id.to_string();
+    Ok(s.task(move |io, reply| async move {
+        let token = Token::new();
+        let keys = keys_with(&io.ctx, &[io.ctx.keys.of_token("ans", &token)]);
+        let answer = script_with_retry_flag(&io, &REQUEUE, |again| {
+            let mut cmd = REQUEUE.command(&keys);
+            cmd.arg(&id).arg(token.hex()).arg(u8::from(again));
+            cmd.arg(io.ctx.options.answer_ttl_ms())
+                .arg(&io.ctx.keys.channel);
+            cmd
+        })
+        .await
+        .map(|v| int(&v) == Some(1));
+        let _ = reply.send(answer);
+    }))
+}
+
+pub(super) fn nack(
+    s: &Shared,
+    job: &Delivery,
+    delay: Duration,
+) -> Result<Pending<Nacked>, QueueError> {
+    own(&s.ctx, job)?;
+    if delay > MAX_RETRY_DELAY {
+        return Err(QueueError::Argument(
+            "a retry delay must be at most 365 days",
+        ));
+    }
+    let delay = micros(delay);
+    let (id, fence) = (job.id.clone(), job.fence);
+    Ok(s.task(move |io, reply| async move {
+        let token = Token::new();
+        let keys = keys_with(&io.ctx, &[io.ctx.keys.of_token("ans", &token)]);
+        let o = &io.ctx.options;
+        let answer = script_with_retry_flag(&io, &NACK, |again| {
+            let mut cmd = NACK.command(&keys);
+            cmd.arg(&id)
+                .arg(fence)
+                .arg(delay)
+                .arg(o.max_attempts)
+                .arg(token.hex());
+            cmd.arg(u8::from(again)).arg(o.answer_ttl_ms());
+            cmd
+        })
+        .await
+        .map(|v| {
+            let c = &io.ctx.counters;
+            match int(&v) {
+                Some(1) => {
+                    bump(&c.retried, 1);
+                    Nacked::Retrying
+                }
+                Some(2) => {
+                    bump(&c.dead_lettered, 1);
+                    Nacked::DeadLettered
+                }
+                _ => {
+                    bump(&c.lease_lost, 1);
+                    Nacked::LeaseLost
+                }
+            }
+        });
+        let _ = reply.send(answer);
+    }))
+}
+
+pub(super) fn extend(
+    s: &Shared,
+    job: &Delivery,
+    lease: Duration,
+) -> Result<Pending<bool>, QueueError> {
+    own(&s.ctx, job)?;
+    let lease = lease_micros(lease)?;
+    let (id, fence) = (job.id.clone(), job.fence);
+    Ok(s.task(move |io, reply| async move {
+        let mut cmd = EXTEND.command(&io.ctx.keys.fixed);
+        cmd.arg(&id).arg(fence).arg(lease);
+        let answer = io.script(&EXTEND, &cmd).await.map(|v| {
+            let kept = int(&v) == Some(1);
+            if !kept {
+                bump(&io.ctx.counters.lease_lost, 1);
+            }
+            kept
+        });
+        let _ = reply.send(answer);
+    }))
+}
+
+pub(super) fn dead_letters(
+    s: &Shared,
+    limit: usize,
+) -> Result<Pending<Vec<DeadLetter>>, QueueError> {
+    let limit = limit.min(MAX_PAGE);
+    Ok(s.task(move |io, reply| async move {
+        if limit == 0 {
+            let _ = reply.send(Ok(Vec::new()));
+            return;
+        }
+        let mut cmd = DEAD.command(&io.ctx.keys.fixed);
+        cmd.arg(0).arg(limit - 1);
+        let answer = io.script(&DEAD, &cmd).await.and_then(|v| {
+            let items = array(v)?;
+            Ok(items
+                .chunks(4)
+                .filter_map(|item| {
+                    let [id, payload, attempts, at] = item else {
+                        return None;
+                    };
+                    Some(DeadLetter {
+                        id: String::from_utf8_lossy(&bytes(id.clone())).into_owned(),
+                        payload: bytes(payload.clone()),
+                        attempts: int(attempts).unwrap_or(0).try_into().unwrap_or(u32::MAX),
+                        at: time_of(int(at).unwrap_or(0)),
+                    })
+                })
+                .collect())
+        });
+        let _ = reply.send(answer);
+    }))
+}
+
+pub(super) fn len(s: &Shared) -> Pending<(u64, u64)> {
+    s.task(move |io, reply| async move {
+        let mut pipe = redis::pipe();
+        pipe.zcard(io.ctx.keys.due()).zcard(io.ctx.keys.dead());
+        let answer = io
+            .retry(|mut conn, _| {
+                let pipe = &pipe;
+                async move { pipe.query_async::<(u64, u64)>(&mut conn).await }
+            })
+            .await;
+        let _ = reply.send(answer);
+    })
+}
+
+/// A delivery as the claim script lists it: id, payload, attempt, fence,
+/// due.
+pub(super) fn delivery(
+    queue: &Arc<str>,
+    item: &mut impl Iterator<Item = Value>,
+) -> Option<Delivery> {
+    let id = String::from_utf8_lossy(&bytes(item.next()?)).into_owned();
+    let payload = bytes(item.next()?);
+    let attempt = int(&item.next()?)?;
+    let fence = int(&item.next()?)?;
+    let due = int(&item.next()?)?;
+    Some(Delivery {
+        id,
+        payload,
+        attempt: attempt.try_into().unwrap_or(u32::MAX),
+        due: time_of(due),
+        fence: fence.try_into().unwrap_or(0),
+        queue: Arc::clone(queue),
+    })
+}

@@ -1,0 +1,343 @@
+//! Reaching the Redis a user runs, through redis-rs: a URL or a cluster's
+//! seed nodes, TLS certificates, TCP settings, the one multiplexed
+//! connection a queue's calls share, the pub/sub connection its consumers'
+//! hints arrive on, and the check of the server's eviction policy.
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, PubSub};
+use redis::cluster_async::ClusterConnection;
+use redis::io::tcp::{socket2, TcpSettings};
+use redis::{Client, Cmd, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisFuture, Value};
+
+use super::QueueError;
+
+/// Where the queue's keys live.
+#[derive(Debug, Clone)]
+pub(super) enum Target {
+    /// One server (or a proxy in front of several).
+    Single(Box<ConnectionInfo>),
+    /// A Redis Cluster, found through these seed nodes.
+    Cluster(Vec<ConnectionInfo>),
+}
+
+impl Target {
+    pub(super) fn single(url: &str) -> Result<Target, QueueError> {
+        Ok(Target::Single(Box::new(parse(url)?)))
+    }
+
+    pub(super) fn cluster(nodes: &[&str]) -> Result<Target, QueueError> {
+        if nodes.is_empty() {
+            return Err(QueueError::Connect(String::from(
+                "a cluster needs at least one seed node",
+            )));
+        }
+        nodes
+            .iter()
+            .map(|url| parse(url))
+            .collect::<Result<_, _>>()
+            .map(Target::Cluster)
+    }
+
+    /// The nodes as given, without credentials: what a delivery's queue is
+    /// known by, and what `Debug` shows.
+    pub(super) fn describe(&self) -> String {
+        let node = |info: &ConnectionInfo| match info.addr() {
+            ConnectionAddr::Tcp(host, port) => {
+                format!("redis://{host}:{port}/{}", info.redis_settings().db())
+            }
+            ConnectionAddr::TcpTls { host, port, .. } => {
+                format!("rediss://{host}:{port}/{}", info.redis_settings().db())
+            }
+            ConnectionAddr::Unix(path) => format!("redis+unix://{}", path.display()),
+            _ => String::from("redis://?"),
+        };
+        match self {
+            Target::Single(info) => node(info),
+            Target::Cluster(nodes) => {
+                let mut all: Vec<String> = nodes.iter().map(node).collect();
+                all.sort();
+                format!("cluster[{}]", all.join(","))
+            }
+        }
+    }
+
+    fn uses_tls(&self) -> bool {
+        let tls = |info: &ConnectionInfo| matches!(info.addr(), ConnectionAddr::TcpTls { .. });
+        match self {
+            Target::Single(info) => tls(info),
+            Target::Cluster(nodes) => nodes.iter().any(tls),
+        }
+    }
+}
+
+fn parse(url: &str) -> Result<ConnectionInfo, QueueError> {
+    let info = url
+        .into_connection_info()
+        .map_err(|e| QueueError::Connect(format!("{}: {e}", redact(url))))?;
+    if !info.addr().is_supported() {
+        return Err(QueueError::Connect(format!(
+            "{}: this kind of address is not supported here",
+            redact(url)
+        )));
+    }
+    Ok(info)
+}
+
+/// A URL with its password replaced, for error messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let auth = &url[scheme + 3..at];
+            match auth.find(':') {
+                Some(colon) => {
+                    format!("{}{}:***{}", &url[..scheme + 3], &auth[..colon], &url[at..])
+                }
+                None => format!("{}***{}", &url[..scheme + 3], &url[at..]),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// How to reach the server, beyond the URL.
+#[derive(Clone)]
+pub(super) struct Reach {
+    pub(super) target: Target,
+    /// CA and client certificates (PEM) for `rediss://`, when the system's
+    /// roots are not the ones to trust.
+    pub(super) tls: Option<redis::TlsCertificates>,
+    pub(super) io_timeout: Duration,
+}
+
+impl core::fmt::Debug for Reach {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Reach")
+            .field("target", &self.target.describe())
+            .field("tls_certificates", &self.tls.is_some())
+            .field("io_timeout", &self.io_timeout)
+            .finish()
+    }
+}
+
+impl Reach {
+    fn tcp(&self) -> TcpSettings {
+        // Nagle off: a call is one small write that must not wait. Keepalive
+        // and a user timeout find a peer that vanished without a FIN.
+        let keepalive = socket2::TcpKeepalive::new()
+            .with_time(Duration::from_secs(15))
+            .with_interval(Duration::from_secs(5));
+        let settings = TcpSettings::default()
+            .set_nodelay(true)
+            .set_keepalive(keepalive);
+        #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+        let settings = settings.set_user_timeout(Duration::from_secs(30).max(self.io_timeout * 4));
+        settings
+    }
+
+    fn client(&self, info: &ConnectionInfo) -> Result<Client, QueueError> {
+        let info = info.clone().set_tcp_settings(self.tcp());
+        let client = match &self.tls {
+            Some(certs) => Client::build_with_tls(info, certs.clone()),
+            None => Client::open(info),
+        };
+        client.map_err(|e| QueueError::Connect(e.to_string()))
+    }
+
+    fn install_crypto(&self) {
+        if self.target.uses_tls() {
+            // rustls needs a process-wide provider; keep one a user installed.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+    }
+
+    /// The queue's multiplexed connection (one attempt; the caller retries).
+    pub(super) async fn connect(&self) -> Result<Conn, redis::RedisError> {
+        self.install_crypto();
+        match &self.target {
+            Target::Single(info) => {
+                let client = self.client(info).map_err(to_redis)?;
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(self.io_timeout))
+                    .set_response_timeout(Some(self.io_timeout))
+                    .set_number_of_retries(1)
+                    .set_min_delay(Duration::from_millis(5))
+                    .set_max_delay(Duration::from_millis(500));
+                let manager = client.get_connection_manager_with_config(config).await?;
+                Ok(Conn::Single(manager))
+            }
+            Target::Cluster(nodes) => {
+                let mut builder = redis::cluster::ClusterClientBuilder::new(nodes.clone())
+                    .connection_timeout(self.io_timeout)
+                    .response_timeout(self.io_timeout)
+                    .tcp_settings(self.tcp())
+                    .retries(3);
+                if self.target.uses_tls() {
+                    builder = builder.tls(redis::cluster::TlsMode::Secure);
+                }
+                if let Some(certs) = &self.tls {
+                    builder = builder.certs(certs.clone());
+                }
+                let client = builder.build()?;
+                Ok(Conn::Cluster(client.get_async_connection().await?))
+            }
+        }
+    }
+
+    /// A pub/sub connection to one of the nodes (a cluster's `PUBLISH`
+    /// reaches every node), subscribed to `channel`.
+    pub(super) async fn subscribe(
+        &self,
+        channel: &str,
+        attempt: usize,
+    ) -> Result<PubSub, redis::RedisError> {
+        self.install_crypto();
+        let info = match &self.target {
+            Target::Single(info) => info,
+            Target::Cluster(nodes) => &nodes[attempt % nodes.len()],
+        };
+        let client = self.client(info).map_err(to_redis)?;
+        let mut pubsub = tokio::time::timeout(self.io_timeout, client.get_async_pubsub())
+            .await
+            .map_err(|_| timed_out())??;
+        tokio::time::timeout(self.io_timeout, pubsub.subscribe(channel))
+            .await
+            .map_err(|_| timed_out())??;
+        Ok(pubsub)
+    }
+}
+
+fn to_redis(e: QueueError) -> redis::RedisError {
+    redis::RedisError::from((
+        redis::ErrorKind::InvalidClientConfig,
+        "client",
+        e.to_string(),
+    ))
+}
+
+fn timed_out() -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut))
+}
+
+/// The connection every call of a queue shares: redis-rs's connection
+/// manager (one multiplexed connection, redialled when it drops) or its
+/// cluster connection (one per node, following MOVED and ASK).
+#[derive(Clone)]
+pub(super) enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// The server's `maxmemory-policy`, or `None` if it will not say (a
+/// managed Redis that renames `CONFIG`, an ACL user without `INFO`).
+pub(super) async fn eviction_policy(conn: &mut Conn) -> Option<String> {
+    let mut config = redis::cmd("CONFIG");
+    config.arg("GET").arg("maxmemory-policy");
+    if let Ok(value) = config.query_async::<Value>(conn).await {
+        if let Some(policy) = config_value(&value) {
+            return Some(policy);
+        }
+    }
+    let mut info = redis::cmd("INFO");
+    info.arg("memory");
+    let text: String = info.query_async(conn).await.ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("maxmemory_policy:"))
+        .map(|policy| policy.trim().to_string())
+}
+
+/// `CONFIG GET`'s answer, in RESP2 (a pair), RESP3 (a map), or from a
+/// cluster (one of either per node; any node will do).
+fn config_value(value: &Value) -> Option<String> {
+    match value {
+        Value::Array(items) => match items.as_slice() {
+            [Value::BulkString(_), Value::BulkString(v)] => {
+                Some(String::from_utf8_lossy(v).into_owned())
+            }
+            many => many.iter().find_map(config_value),
+        },
+        Value::Map(pairs) => pairs.iter().find_map(|(_, v)| match v {
+            Value::BulkString(v) => Some(String::from_utf8_lossy(v).into_owned()),
+            other => config_value(other),
+        }),
+        _ => None,
+    }
+}
+
+/// Whether a policy evicts keys that have no time to live (the queue's
+/// own keys): `volatile-*` touches only keys with one, which the queue
+/// uses only for replay records a retry can do without.
+pub(super) fn evicts_queue_keys(policy: &str) -> bool {
+    policy.starts_with("allkeys")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_reach_an_error_message() {
+        assert_eq!(redact("redis://:hunter2@host:1/0"), "redis://:***@host:1/0");
+        assert_eq!(
+            redact("rediss://app:hunter2@host:1"),
+            "rediss://app:***@host:1"
+        );
+        assert_eq!(redact("redis://host:1"), "redis://host:1");
+        let err = Target::single("redis://:hunter2@host:notaport").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn urls_name_host_port_database_and_scheme() {
+        let t = Target::single("redis://app:pw@localhost:6390/3").unwrap();
+        assert_eq!(t.describe(), "redis://localhost:6390/3");
+        let t = Target::single("rediss://example.com:6380").unwrap();
+        assert_eq!(t.describe(), "rediss://example.com:6380/0");
+        let t = Target::single("redis+unix:///tmp/redis.sock").unwrap();
+        assert_eq!(t.describe(), "redis+unix:///tmp/redis.sock");
+        assert!(Target::single("http://x").is_err());
+        assert!(Target::cluster(&[]).is_err());
+        let t = Target::cluster(&["redis://b:2", "redis://a:1"]).unwrap();
+        assert_eq!(t.describe(), "cluster[redis://a:1/0,redis://b:2/0]");
+    }
+
+    #[test]
+    fn only_allkeys_policies_evict_the_queue() {
+        assert!(evicts_queue_keys("allkeys-lru"));
+        assert!(evicts_queue_keys("allkeys-random"));
+        assert!(!evicts_queue_keys("noeviction"));
+        assert!(!evicts_queue_keys("volatile-lru"));
+    }
+}
