@@ -41,7 +41,9 @@ impl LossyProxy {
     /// A proxy on a free loopback port, forwarding to `target`.
     pub(crate) fn start(target: SocketAddr) -> LossyProxy {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind the proxy");
-        listener.set_nonblocking(true).expect("nonblocking listener");
+        listener
+            .set_nonblocking(true)
+            .expect("nonblocking listener");
         let port = listener.local_addr().expect("local_addr").port();
         let shared = Arc::new(Shared {
             target,

@@ -1,0 +1,132 @@
+//! The async API under two runtimes, on a real `redis-server`: a thousand
+//! calls in flight from one thread share one connection and a few script
+//! calls, under tokio and under smol; and a blocking call made inside a
+//! runtime blocks, never panics.
+
+extern crate alloc;
+
+use core::time::Duration;
+
+use tickwheel::redis::{Acked, Cancelled, Queue, Scheduled};
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+use redis_server::RedisServer;
+
+/// Client connections the server has, this test's own raw one included.
+fn clients(server: &RedisServer) -> usize {
+    server.command(&["CLIENT", "LIST"]).matches("id=").count()
+}
+
+#[test]
+fn a_thousand_schedules_in_flight_under_tokio_share_one_connection() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let queue = Queue::builder(&server.url(), "orders")
+            .connect_async()
+            .await
+            .unwrap();
+        let tasks: Vec<_> = (0..1000)
+            .map(|i| {
+                let queue = queue.clone();
+                tokio::spawn(async move {
+                    queue
+                        .schedule_in(&format!("t{i}"), Duration::from_millis(50), b"x")
+                        .await
+                })
+            })
+            .collect();
+        for task in tasks {
+            assert!(matches!(
+                task.await.unwrap().unwrap(),
+                Scheduled::Created { .. }
+            ));
+        }
+        // One connection (and this test's), and far fewer script calls
+        // than schedules: calls in flight together share them.
+        assert_eq!(clients(&server), 2);
+        let m = queue.metrics();
+        assert_eq!(m.scheduled, 1000);
+        assert!(
+            m.round_trips <= 100,
+            "{} round trips for 1000 schedules",
+            m.round_trips
+        );
+        let consumer = queue.consumer().unwrap();
+        let mut got = 0;
+        while got < 1000 {
+            let jobs = consumer.fetch(100, Duration::from_secs(5)).await.unwrap();
+            assert!(!jobs.is_empty(), "stalled at {got}");
+            assert!(consumer
+                .ack_all(&jobs)
+                .await
+                .unwrap()
+                .iter()
+                .all(|a| *a == Acked::Acked));
+            got += jobs.len();
+        }
+        assert_eq!(queue.len().await.unwrap(), (0, 0));
+        // The consumer added its hint subscription, nothing more.
+        assert_eq!(clients(&server), 3);
+    });
+}
+
+#[test]
+fn the_same_calls_under_smol() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    smol::block_on(async {
+        let queue = Queue::builder(&server.url(), "orders")
+            .connect_async()
+            .await
+            .unwrap();
+        let tasks: Vec<_> = (0..200)
+            .map(|i| {
+                let queue = queue.clone();
+                smol::spawn(async move {
+                    queue
+                        .schedule_in(&format!("s{i}"), Duration::from_secs(60), b"p")
+                        .await
+                        .unwrap();
+                    queue.cancel(&format!("s{i}")).await.unwrap()
+                })
+            })
+            .collect();
+        for task in tasks {
+            assert_eq!(task.await, Cancelled::Cancelled(b"p".to_vec()));
+        }
+        assert_eq!(queue.metrics().cancelled, 200);
+        assert_eq!(queue.len().await.unwrap(), (0, 0));
+        let consumer = queue.consumer().unwrap();
+        queue
+            .schedule_in("due", Duration::from_millis(20), b"")
+            .await
+            .unwrap();
+        let jobs = consumer.fetch(1, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(consumer.ack(&jobs[0]).await.unwrap(), Acked::Acked);
+    });
+}
+
+#[test]
+fn a_blocking_call_inside_a_runtime_blocks_and_does_not_panic() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = Queue::connect(&server.url(), "orders").unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let answer =
+        runtime.block_on(async { queue.schedule_in("inside", Duration::from_secs(60), b"") });
+    assert!(matches!(answer.unwrap(), Scheduled::Created { .. }));
+    let blocking = queue.to_async().to_blocking();
+    assert_eq!(blocking.len().unwrap(), (1, 0));
+}
