@@ -111,9 +111,10 @@ impl Options {
     }
 
     /// How long an answer kept for a retry lives (ms): longer than any
-    /// retry of the call can come.
+    /// retry of the call can come (the retry window, plus one attempt's
+    /// timeout on each side, plus slack for clocks and scheduling).
     pub(super) fn answer_ttl_ms(&self) -> u64 {
-        let window = self.retry_for + self.io_timeout * 2 + Duration::from_secs(60);
+        let window = self.retry_for + self.io_timeout * 2 + Duration::from_secs(5);
         u64::try_from(window.as_millis()).unwrap_or(u64::MAX)
     }
 }

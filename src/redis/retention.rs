@@ -6,8 +6,10 @@
 //! at once while calls come back full), then sleeps until the oldest id
 //! left is due to go, but at least [`min_gap`] and at most [`MAX_GAP`]. A
 //! job this process ends wakes it if it slept with nothing to wait for.
-//! An id is therefore forgotten between the retention and the retention
-//! plus one gap after it ended, by whichever process trims first.
+//! An id ended by a live process is therefore forgotten between the
+//! retention and the retention plus one gap after it ended; one ended by a
+//! process that has since gone, within [`MAX_GAP`] more, by whichever
+//! process sweeps first.
 
 use core::time::Duration;
 
@@ -20,8 +22,10 @@ lua!(TRIM, "trim.lua");
 
 /// The most ids one trim forgets.
 pub(super) const TRIM_LIMIT: usize = 1000;
-/// The longest a trimmer sleeps.
-pub(super) const MAX_GAP: Duration = Duration::from_secs(60);
+/// The longest a trimmer sleeps: it bounds how long ids ended by a
+/// process that has gone outlive the retention. An idle sweep costs two
+/// commands.
+pub(super) const MAX_GAP: Duration = Duration::from_secs(300);
 
 /// The shortest sleep between trims: an eighth of the retention, from
 /// 10 ms to 10 s, so a steady stream of ended jobs costs a trim per gap,
