@@ -220,6 +220,34 @@ fn a_single_node_cluster() {
 }
 
 #[test]
+fn resp3_works_as_resp2_does() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let url = format!("redis://127.0.0.1:{}/?protocol=resp3", server.port());
+    let queue = Queue::builder(&url, "orders")
+        .poll_interval(100 * MS)
+        .hints(false)
+        .connect()
+        .unwrap();
+    round_trip(&queue);
+    // Without hints, only the poll (a RESP3 map of scores) finds a job
+    // scheduled after the consumer went to sleep.
+    let consumer = queue.consumer().unwrap();
+    assert!(consumer.fetch(1, 50 * MS).unwrap().is_empty());
+    queue.schedule_in("polled", 20 * MS, b"").unwrap();
+    let started = Instant::now();
+    assert_eq!(consumer.fetch(1, Duration::from_secs(5)).unwrap().len(), 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(queue.metrics().polls > 0);
+    assert_eq!(queue.eviction_policy(), Some("noeviction"));
+}
+
+#[test]
 fn a_server_that_may_evict_keys_is_refused_unless_allowed() {
     let Some(server) =
         RedisServer::start_with_or_skip(Config::new().config("maxmemory-policy", "allkeys-lru"))

@@ -352,20 +352,26 @@ async fn head(io: &Io) -> Result<Option<i64>, QueueError> {
     let mut cmd = redis::cmd("ZRANGE");
     cmd.arg(io.ctx.keys.due()).arg(0).arg(0).arg("WITHSCORES");
     let reply = io.query(&cmd).await?;
-    let items = array(reply)?;
-    Ok(items.get(1).and_then(|score| match score {
+    // RESP2: [member, score]; RESP3: [[member, score]].
+    let mut items = array(reply)?;
+    if let Some(redis::Value::Array(pair)) = items.first() {
+        items = pair.clone();
+    }
+    Ok(items.get(1).and_then(score))
+}
+
+/// A score as a whole number of microseconds: a double in RESP3, text in
+/// RESP2.
+fn score(value: &redis::Value) -> Option<i64> {
+    match value {
         redis::Value::Double(f) => Some(*f as i64),
-        other => int(other).or_else(|| {
-            let redis::Value::BulkString(b) = other else {
-                return None;
-            };
-            core::str::from_utf8(b)
-                .ok()?
-                .parse::<f64>()
-                .ok()
-                .map(|f| f as i64)
-        }),
-    }))
+        redis::Value::BulkString(b) => core::str::from_utf8(b)
+            .ok()?
+            .parse::<f64>()
+            .ok()
+            .map(|f| f as i64),
+        other => int(other),
+    }
 }
 
 /// Hands jobs back without spending an attempt (see `release.lua`).
