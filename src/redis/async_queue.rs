@@ -6,9 +6,10 @@ use core::time::Duration;
 use std::time::SystemTime;
 
 use super::async_consumer::AsyncConsumer;
-use super::link::{Pending, Shared};
+use super::link::Shared;
 use super::ops::{self, When};
 use super::outcome::{Cancelled, DeadLetter, Scheduled};
+use super::pending::Pending;
 use super::queue::Queue;
 use super::{Metrics, QueueError};
 

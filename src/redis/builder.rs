@@ -351,7 +351,7 @@ impl QueueBuilder {
         Ok(Queue::started(shared).to_async())
     }
 
-    fn start(self) -> Result<(Arc<Shared>, super::link::Pending<()>), QueueError> {
+    fn start(self) -> Result<(Arc<Shared>, super::pending::Pending<()>), QueueError> {
         self.options.check()?;
         if self.name.is_empty() || self.name.contains(['{', '}']) {
             return Err(QueueError::Config(

@@ -36,10 +36,12 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::counters::bump;
 use super::keys::Token;
-use super::link::{jitter, lua, Hint, Io, Reply};
+use super::link::{jitter, Hint, Io};
+use super::lua::lua;
 use super::ops::{array, delivery, int};
 use super::options::micros;
 use super::outcome::Delivery;
+use super::pending::Reply;
 use super::QueueError;
 use crate::timer::{Inline, Task, Timer};
 

@@ -12,9 +12,10 @@ use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 use super::claimer::{self, Fetch, ToClaimer};
-use super::link::{Pending, Request, Shared};
+use super::link::{Request, Shared};
 use super::ops;
 use super::outcome::{Acked, Delivery, Nacked};
+use super::pending::Pending;
 use super::queue::wait_all;
 use super::QueueError;
 use crate::timer::{Inline, Timer};

@@ -11,13 +11,8 @@
 //! answer's channel is runtime-agnostic), and no user code ever runs on
 //! the I/O thread.
 //!
-//! Calls of the three busy kinds (schedule, cancel, ack) queue in a lane
-//! per kind. A lane sends at most [`IN_FLIGHT`] script calls at a time,
-//! each carrying every call that waited (up to [`MAX_CALLS`] calls or
-//! [`MAX_BYTES`] of payload): alone, a call goes out at once; under load,
-//! calls that arrive while the lane is busy share the next script call, so
-//! Redis runs one script and a handful of commands for many jobs. Other
-//! calls run as tasks of their own.
+//! Calls of the three busy kinds (schedule, cancel, ack) share script calls
+//! in lanes (`lanes.rs`); other calls run as tasks of their own.
 //!
 //! # Retries that answer the same
 //!
@@ -29,70 +24,42 @@
 //! attempt did (see `scripts/common.lua`).
 
 use alloc::boxed::Box;
-use alloc::collections::VecDeque;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::future::Future;
-use core::pin::{pin, Pin};
-use core::task::{Context, Poll, Waker};
+use core::pin::Pin;
 use core::time::Duration;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use redis::{Cmd, ErrorKind, RedisError, RedisResult, RetryMethod, ServerErrorKind, Value};
+use redis::{Cmd, ErrorKind, RedisError, RedisResult, RetryMethod, Value};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinSet;
 
+use super::batched::{AckJob, CancelJob, ScheduleJob};
 use super::counters::{bump, Counters};
 use super::keys::Keys;
+use super::lanes::{Call, LaneId, Lanes};
+use super::lua::Lua;
 use super::options::Options;
+use super::pending::{Pending, Reply};
 use super::server::{self, Conn, Reach};
 use super::QueueError;
-
-/// Script calls a lane keeps in flight at once.
-pub(super) const IN_FLIGHT: usize = 2;
-/// The most calls one script call carries.
-pub(super) const MAX_CALLS: usize = 500;
-/// The most payload bytes one script call carries (a larger single job
-/// goes alone).
-pub(super) const MAX_BYTES: usize = 1 << 20;
-
-/// Where a call's answer goes.
-pub(super) type Reply<A> = oneshot::Sender<Result<A, QueueError>>;
 
 /// Work for the I/O thread that is not batched: it answers its own reply.
 pub(super) type Task = Box<dyn FnOnce(Io) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
-/// A call of a batched kind, waiting in its lane.
-pub(super) struct Call<J: Batched> {
-    pub(super) job: J,
-    pub(super) reply: Reply<J::Answer>,
-}
-
 /// What the handles send to the I/O thread.
 pub(super) enum Request {
     /// Calls that arrive together stay together in their lane.
-    Schedule(Vec<Call<super::ops::ScheduleJob>>),
-    Cancel(Call<super::ops::CancelJob>),
-    Ack(Vec<Call<super::ops::AckJob>>),
+    Schedule(Vec<Call<ScheduleJob>>),
+    Cancel(Call<CancelJob>),
+    Ack(Vec<Call<AckJob>>),
     /// Runs as a task of its own; awaited at shutdown.
     Task(Task),
     /// Runs until the queue's last handle goes (hints, trimming).
     Daemon(Task),
-}
-
-/// A kind of call that many callers can share one script call for.
-pub(super) trait Batched: Sized + Send + 'static {
-    type Answer: Send + 'static;
-    /// The script.
-    fn lua() -> &'static Lua;
-    /// Payload bytes this call adds to a script call.
-    fn bytes(&self) -> usize;
-    /// The script call for these jobs, in order.
-    fn command(jobs: &[Self], ctx: &Ctx) -> Cmd;
-    /// One answer per job, in order, from the script's reply; counts them.
-    fn answers(reply: Value, jobs: &[Self], ctx: &Ctx) -> Result<Vec<Self::Answer>, QueueError>;
 }
 
 /// A wake-up hint for sleeping consumers.
@@ -128,49 +95,6 @@ pub(super) struct Io {
     pub(super) conn: Conn,
     pub(super) ctx: Arc<Ctx>,
 }
-
-/// A script, prepended with `common.lua`.
-pub(super) struct Lua(redis::Script);
-
-impl Lua {
-    pub(super) fn new(body: &str) -> Lua {
-        let mut source = String::from(include_str!("scripts/common.lua"));
-        source.push_str(body);
-        Lua(redis::Script::new(&source))
-    }
-
-    /// `EVALSHA` of this script with `keys`; the caller adds the arguments.
-    pub(super) fn command<K: AsRef<str>>(&self, keys: &[K]) -> Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.0.get_hash()).arg(keys.len());
-        for key in keys {
-            cmd.arg(key.as_ref());
-        }
-        cmd
-    }
-
-    /// Runs `cmd`; loads the script first if the server lost it.
-    pub(super) async fn run(&self, mut conn: Conn, cmd: &Cmd) -> RedisResult<Value> {
-        match cmd.query_async::<Value>(&mut conn).await {
-            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                self.0.load_async(&mut conn).await?;
-                cmd.query_async(&mut conn).await
-            }
-            other => other,
-        }
-    }
-}
-
-/// Declares a script read from `scripts/`.
-macro_rules! lua {
-    ($name:ident, $file:literal) => {
-        pub(super) static $name: std::sync::LazyLock<$crate::redis::link::Lua> =
-            std::sync::LazyLock::new(|| {
-                $crate::redis::link::Lua::new(include_str!(concat!("scripts/", $file)))
-            });
-    };
-}
-pub(super) use lua;
 
 impl Io {
     /// Runs `attempt` until it succeeds, fails for good, or the retry
@@ -435,161 +359,4 @@ async fn serve(io: Io, mut rx: mpsc::UnboundedReceiver<Request>) {
     let _ = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
     daemons.shutdown().await;
     tasks.shutdown().await;
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(super) enum LaneId {
-    Schedule,
-    Cancel,
-    Ack,
-}
-
-#[derive(Default)]
-struct Lanes {
-    schedule: Lane<super::ops::ScheduleJob>,
-    cancel: Lane<super::ops::CancelJob>,
-    ack: Lane<super::ops::AckJob>,
-}
-
-impl Lanes {
-    fn done(&mut self, lane: LaneId) {
-        let in_flight = match lane {
-            LaneId::Schedule => &mut self.schedule.in_flight,
-            LaneId::Cancel => &mut self.cancel.in_flight,
-            LaneId::Ack => &mut self.ack.in_flight,
-        };
-        *in_flight = in_flight.saturating_sub(1);
-    }
-
-    fn launch(&mut self, io: &Io, done: &mpsc::UnboundedSender<LaneId>, tasks: &mut JoinSet<()>) {
-        self.schedule.launch(LaneId::Schedule, io, done, tasks);
-        self.cancel.launch(LaneId::Cancel, io, done, tasks);
-        self.ack.launch(LaneId::Ack, io, done, tasks);
-    }
-}
-
-struct Lane<J: Batched> {
-    waiting: VecDeque<Call<J>>,
-    in_flight: usize,
-}
-
-impl<J: Batched> Default for Lane<J> {
-    fn default() -> Self {
-        Lane {
-            waiting: VecDeque::new(),
-            in_flight: 0,
-        }
-    }
-}
-
-impl<J: Batched> Lane<J> {
-    fn launch(
-        &mut self,
-        id: LaneId,
-        io: &Io,
-        done: &mpsc::UnboundedSender<LaneId>,
-        tasks: &mut JoinSet<()>,
-    ) {
-        while self.in_flight < IN_FLIGHT {
-            let mut calls = Vec::new();
-            let mut bytes = 0;
-            while let Some(call) = self.waiting.pop_front() {
-                // A call whose caller has gone was never sent: skip it.
-                if call.reply.is_closed() {
-                    continue;
-                }
-                let size = call.job.bytes();
-                if !calls.is_empty() && (calls.len() >= MAX_CALLS || bytes + size > MAX_BYTES) {
-                    self.waiting.push_front(call);
-                    break;
-                }
-                bytes += size;
-                calls.push(call);
-            }
-            if calls.is_empty() {
-                return;
-            }
-            self.in_flight += 1;
-            let (io, done) = (io.clone(), done.clone());
-            tasks.spawn(async move {
-                run_batch(&io, calls).await;
-                let _ = done.send(id);
-            });
-        }
-    }
-}
-
-async fn run_batch<J: Batched>(io: &Io, calls: Vec<Call<J>>) {
-    let (jobs, replies): (Vec<J>, Vec<Reply<J::Answer>>) =
-        calls.into_iter().map(|c| (c.job, c.reply)).unzip();
-    let cmd = J::command(&jobs, &io.ctx);
-    let answers = io
-        .script(J::lua(), &cmd)
-        .await
-        .and_then(|reply| J::answers(reply, &jobs, &io.ctx));
-    match answers {
-        Ok(answers) => {
-            for (reply, answer) in replies.into_iter().zip(answers) {
-                let _ = reply.send(Ok(answer));
-            }
-        }
-        Err(err) => {
-            for reply in replies {
-                let _ = reply.send(Err(err.clone()));
-            }
-        }
-    }
-}
-
-/// A call's answer, still to come: a future for async callers, or
-/// [`wait`](Self::wait) for blocking ones.
-pub(super) struct Pending<A>(oneshot::Receiver<Result<A, QueueError>>);
-
-impl<A> Pending<A> {
-    pub(super) fn new(rx: oneshot::Receiver<Result<A, QueueError>>) -> Pending<A> {
-        Pending(rx)
-    }
-
-    /// Blocks this thread until the answer comes.
-    pub(super) fn wait(self) -> Result<A, QueueError> {
-        block_on(self)
-    }
-}
-
-impl<A> Future for Pending<A> {
-    type Output = Result<A, QueueError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx).map(|answer| {
-            answer.unwrap_or_else(|_| {
-                Err(QueueError::Unavailable(
-                    "the queue's I/O thread stopped".to_string(),
-                ))
-            })
-        })
-    }
-}
-
-/// Runs `future` on this thread, parking it between polls. Unlike a
-/// runtime's `block_on`, it works (blocking the caller) even inside a
-/// runtime's worker, so a blocking call never panics.
-pub(super) fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl alloc::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-        fn wake_by_ref(self: &Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-            return out;
-        }
-        std::thread::park();
-    }
 }

@@ -93,6 +93,7 @@
 
 mod async_consumer;
 mod async_queue;
+mod batched;
 mod builder;
 mod claimer;
 mod consumer;
@@ -101,10 +102,13 @@ mod error;
 #[cfg(feature = "serde")]
 mod json;
 mod keys;
+mod lanes;
 mod link;
+mod lua;
 mod ops;
 mod options;
 mod outcome;
+mod pending;
 mod queue;
 mod retention;
 mod server;

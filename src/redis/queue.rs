@@ -8,9 +8,10 @@ use std::time::SystemTime;
 
 use super::async_queue::AsyncQueue;
 use super::consumer::Consumer;
-use super::link::{Pending, Shared};
+use super::link::Shared;
 use super::ops::{self, When};
 use super::outcome::{Cancelled, DeadLetter, Scheduled};
+use super::pending::Pending;
 use super::{Metrics, QueueError};
 
 /// A durable delayed-job queue on Redis: the producer's side, blocking.

@@ -14,7 +14,8 @@
 use core::time::Duration;
 
 use super::counters::bump;
-use super::link::{lua, Io};
+use super::link::Io;
+use super::lua::lua;
 use super::ops::{array, int};
 use super::options::micros;
 

@@ -1,0 +1,265 @@
+//! The three calls that many callers share script calls for (see
+//! `lanes.rs`): schedule, cancel and ack, each a job in its lane, with its
+//! checks, its arguments and how its answers are read.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use redis::{Cmd, Value};
+use tokio::sync::oneshot;
+
+use super::counters::bump;
+use super::keys::Token;
+use super::lanes::{Batched, Call};
+use super::link::{Ctx, Request, Shared};
+use super::lua::{lua, Lua};
+use super::ops::{array, bytes, check_id, check_payload, int, keys_with, own, time_of, When};
+use super::outcome::{Acked, Cancelled, Delivery, Scheduled};
+use super::pending::Pending;
+use super::QueueError;
+
+lua!(SCHEDULE, "schedule.lua");
+lua!(CANCEL, "cancel.lua");
+lua!(ACK, "ack.lua");
+
+// ---- schedule ------------------------------------------------------------
+
+pub(super) struct ScheduleJob {
+    id: String,
+    token: Token,
+    when: When,
+    payload: Vec<u8>,
+}
+
+impl Batched for ScheduleJob {
+    type Answer = Scheduled;
+
+    fn lua() -> &'static Lua {
+        &SCHEDULE
+    }
+
+    fn bytes(&self) -> usize {
+        self.payload.len() + self.id.len() + 48
+    }
+
+    fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
+        let mut cmd = SCHEDULE.command(&ctx.keys.fixed);
+        cmd.arg(&ctx.keys.channel);
+        for job in jobs {
+            let (kind, micros) = job.when.kind();
+            cmd.arg(&job.id)
+                .arg(job.token.hex())
+                .arg(kind)
+                .arg(micros)
+                .arg(&job.payload);
+        }
+        cmd
+    }
+
+    fn answers(reply: Value, jobs: &[Self], ctx: &Ctx) -> Result<Vec<Scheduled>, QueueError> {
+        let items = array(reply)?;
+        if items.len() != jobs.len() * 2 {
+            return Err(QueueError::Server(String::from(
+                "a schedule reply of the wrong length",
+            )));
+        }
+        let c = &ctx.counters;
+        Ok(items
+            .chunks(2)
+            .map(|pair| match (int(&pair[0]), int(&pair[1])) {
+                (Some(1), Some(due)) => {
+                    bump(&c.scheduled, 1);
+                    Scheduled::Created { due: time_of(due) }
+                }
+                _ => {
+                    bump(&c.duplicates, 1);
+                    Scheduled::Exists
+                }
+            })
+            .collect())
+    }
+}
+
+pub(super) fn schedule(
+    s: &Shared,
+    id: &str,
+    when: When,
+    payload: &[u8],
+) -> Result<Pending<Scheduled>, QueueError> {
+    let mut one = schedule_many(s, &[(id, when, payload)])?;
+    Ok(one.remove(0))
+}
+
+/// Checks every job first, so bad input in any refuses the whole batch
+/// before anything is sent; the rest travel to the I/O thread together.
+pub(super) fn schedule_many(
+    s: &Shared,
+    jobs: &[(&str, When, &[u8])],
+) -> Result<Vec<Pending<Scheduled>>, QueueError> {
+    for &(id, _, payload) in jobs {
+        check_id(id)?;
+        check_payload(payload)?;
+    }
+    let (calls, pending) = jobs
+        .iter()
+        .map(|&(id, when, payload)| {
+            let job = ScheduleJob {
+                id: id.to_string(),
+                token: Token::new(),
+                when,
+                payload: payload.to_vec(),
+            };
+            let (reply, rx) = oneshot::channel();
+            (Call { job, reply }, Pending::new(rx))
+        })
+        .unzip();
+    s.send(Request::Schedule(calls));
+    Ok(pending)
+}
+
+// ---- cancel --------------------------------------------------------------
+
+pub(super) struct CancelJob {
+    id: String,
+    token: Token,
+}
+
+impl Batched for CancelJob {
+    type Answer = Cancelled;
+
+    fn lua() -> &'static Lua {
+        &CANCEL
+    }
+
+    fn bytes(&self) -> usize {
+        self.id.len() + 64
+    }
+
+    fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
+        let answers: Vec<String> = jobs
+            .iter()
+            .map(|job| ctx.keys.of_token("ans", &job.token))
+            .collect();
+        let mut cmd = CANCEL.command(&keys_with(ctx, &answers));
+        cmd.arg(ctx.options.answer_ttl_ms());
+        for job in jobs {
+            cmd.arg(&job.id).arg(job.token.hex());
+        }
+        cmd
+    }
+
+    fn answers(reply: Value, jobs: &[Self], ctx: &Ctx) -> Result<Vec<Cancelled>, QueueError> {
+        let items = array(reply)?;
+        if items.len() != jobs.len() {
+            return Err(QueueError::Server(String::from(
+                "a cancel reply of the wrong length",
+            )));
+        }
+        items
+            .into_iter()
+            .map(|item| {
+                let mut parts = array(item)?.into_iter();
+                let what = parts.next().map(bytes).unwrap_or_default();
+                Ok(match what.as_slice() {
+                    b"cancelled" => {
+                        bump(&ctx.counters.cancelled, 1);
+                        ctx.trim_wake.notify_one();
+                        Cancelled::Cancelled(parts.next().map(bytes).unwrap_or_default())
+                    }
+                    b"in_flight" => Cancelled::InFlight,
+                    b"acked" => Cancelled::Delivered,
+                    b"ended" => Cancelled::Ended,
+                    _ => Cancelled::Unknown,
+                })
+            })
+            .collect()
+    }
+}
+
+pub(super) fn cancel(s: &Shared, id: &str) -> Result<Pending<Cancelled>, QueueError> {
+    check_id(id)?;
+    let job = CancelJob {
+        id: id.to_string(),
+        token: Token::new(),
+    };
+    Ok(s.call(|reply| Request::Cancel(Call { job, reply })))
+}
+
+// ---- ack -----------------------------------------------------------------
+
+pub(super) struct AckJob {
+    id: String,
+    fence: u64,
+    token: Token,
+}
+
+impl Batched for AckJob {
+    type Answer = Acked;
+
+    fn lua() -> &'static Lua {
+        &ACK
+    }
+
+    fn bytes(&self) -> usize {
+        self.id.len() + 48
+    }
+
+    fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
+        let mut cmd = ACK.command(&ctx.keys.fixed);
+        for job in jobs {
+            cmd.arg(&job.id).arg(job.fence).arg(job.token.hex());
+        }
+        cmd
+    }
+
+    fn answers(reply: Value, jobs: &[Self], ctx: &Ctx) -> Result<Vec<Acked>, QueueError> {
+        let items = array(reply)?;
+        if items.len() != jobs.len() {
+            return Err(QueueError::Server(String::from(
+                "an ack reply of the wrong length",
+            )));
+        }
+        let c = &ctx.counters;
+        Ok(items
+            .iter()
+            .map(|item| match int(item) {
+                Some(1) => {
+                    bump(&c.acked, 1);
+                    ctx.trim_wake.notify_one();
+                    Acked::Acked
+                }
+                // A repeated ack of a delivery acked before: counted once.
+                Some(2) => Acked::Acked,
+                _ => {
+                    bump(&c.lease_lost, 1);
+                    Acked::LeaseLost
+                }
+            })
+            .collect())
+    }
+}
+
+pub(super) fn ack(s: &Shared, job: &Delivery) -> Result<Pending<Acked>, QueueError> {
+    let mut one = ack_all(s, core::slice::from_ref(job))?;
+    Ok(one.remove(0))
+}
+
+pub(super) fn ack_all(s: &Shared, jobs: &[Delivery]) -> Result<Vec<Pending<Acked>>, QueueError> {
+    for job in jobs {
+        own(&s.ctx, job)?;
+    }
+    let (calls, pending) = jobs
+        .iter()
+        .map(|job| {
+            let job = AckJob {
+                id: job.id.clone(),
+                fence: job.fence,
+                token: Token::new(),
+            };
+            let (reply, rx) = oneshot::channel();
+            (Call { job, reply }, Pending::new(rx))
+        })
+        .unzip();
+    s.send(Request::Ack(calls));
+    Ok(pending)
+}

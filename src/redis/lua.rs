@@ -1,0 +1,52 @@
+//! The queue's scripts: each is `scripts/common.lua` (the data model and
+//! the helpers every script shares) followed by its own file, run with
+//! `EVALSHA` and loaded on `NOSCRIPT`.
+
+use alloc::string::String;
+
+use redis::{Cmd, ErrorKind, RedisResult, ServerErrorKind, Value};
+
+use super::server::Conn;
+
+/// A script, prepended with `common.lua`.
+pub(super) struct Lua(redis::Script);
+
+impl Lua {
+    pub(super) fn new(body: &str) -> Lua {
+        let mut source = String::from(include_str!("scripts/common.lua"));
+        source.push_str(body);
+        Lua(redis::Script::new(&source))
+    }
+
+    /// `EVALSHA` of this script with `keys`; the caller adds the arguments.
+    pub(super) fn command<K: AsRef<str>>(&self, keys: &[K]) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.0.get_hash()).arg(keys.len());
+        for key in keys {
+            cmd.arg(key.as_ref());
+        }
+        cmd
+    }
+
+    /// Runs `cmd`; loads the script first if the server lost it.
+    pub(super) async fn run(&self, mut conn: Conn, cmd: &Cmd) -> RedisResult<Value> {
+        match cmd.query_async::<Value>(&mut conn).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.0.load_async(&mut conn).await?;
+                cmd.query_async(&mut conn).await
+            }
+            other => other,
+        }
+    }
+}
+
+/// Declares a script read from `scripts/`.
+macro_rules! lua {
+    ($name:ident, $file:literal) => {
+        pub(super) static $name: std::sync::LazyLock<$crate::redis::lua::Lua> =
+            std::sync::LazyLock::new(|| {
+                $crate::redis::lua::Lua::new(include_str!(concat!("scripts/", $file)))
+            });
+    };
+}
+pub(super) use lua;

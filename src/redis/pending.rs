@@ -1,0 +1,68 @@
+//! A call's answer on its way back from the I/O thread: a future any
+//! executor can poll, or a blocking wait that never panics.
+
+use alloc::string::ToString;
+use alloc::sync::Arc;
+use core::future::Future;
+use core::pin::{pin, Pin};
+use core::task::{Context, Poll, Waker};
+
+use tokio::sync::oneshot;
+
+use super::QueueError;
+
+/// Where a call's answer goes.
+pub(super) type Reply<A> = oneshot::Sender<Result<A, QueueError>>;
+
+/// A call's answer, still to come: a future for async callers, or
+/// [`wait`](Self::wait) for blocking ones.
+pub(super) struct Pending<A>(oneshot::Receiver<Result<A, QueueError>>);
+
+impl<A> Pending<A> {
+    pub(super) fn new(rx: oneshot::Receiver<Result<A, QueueError>>) -> Pending<A> {
+        Pending(rx)
+    }
+
+    /// Blocks this thread until the answer comes.
+    pub(super) fn wait(self) -> Result<A, QueueError> {
+        block_on(self)
+    }
+}
+
+impl<A> Future for Pending<A> {
+    type Output = Result<A, QueueError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx).map(|answer| {
+            answer.unwrap_or_else(|_| {
+                Err(QueueError::Unavailable(
+                    "the queue's I/O thread stopped".to_string(),
+                ))
+            })
+        })
+    }
+}
+
+/// Runs `future` on this thread, parking it between polls. Unlike a
+/// runtime's `block_on`, it works (blocking the caller) even inside a
+/// runtime's worker, so a blocking call never panics.
+pub(super) fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl alloc::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
+    }
+}
