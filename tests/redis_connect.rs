@@ -97,10 +97,7 @@ fn an_acl_user_with_only_the_queues_keys_runs_the_queue() {
 
 #[test]
 fn tls_only_with_a_private_ca_and_client_certificates() {
-    if redis_server::find_binary().is_none()
-        && std::env::var_os("TICKWHEEL_REQUIRE_REDIS").is_none()
-    {
-        let _ = RedisServer::start_or_skip(); // says once that it did not run
+    if redis_server::skip() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("tickwheel-tls-{}", std::process::id()));
