@@ -1,107 +1,172 @@
-//! The Redis queue (`tickwheel::redis`) against BullMQ and the seeds'
-//! polled ZSET, side by side on one `redis-server` in one run:
+//! The Redis queue (`tickwheel::redis`) against the seeds' polled ZSET and
+//! BullMQ, side by side on one `redis-server` in one run:
 //!
-//! - lateness: 100 000 jobs due uniformly over 10 s: p50, p99, max, early,
-//!   lost and duplicated deliveries;
-//! - schedule rate (one call at a time from many threads, and batches) and
-//!   delivery rate when 100 000 jobs fall due within one second;
-//! - idle cost: Redis commands a second with nothing pending;
-//! - cancel: the cost of one cancel with 100 000 pending.
+//! - schedule rate: jobs due in 1 h, one job per call, 200 calls in flight;
+//! - cancel, with those jobs pending: one at a time, and 200 in flight;
+//! - lateness: jobs due uniformly over a window (10 000 a second, and
+//!   1 000 a second): p50, p99, max, early, lost, duplicated;
+//! - Redis's cost per job over the 10 000 a second run, end to end
+//!   (schedule, delivery, ack): commands (`INFO commandstats`, commands
+//!   inside Lua scripts included) and server CPU (`INFO cpu`);
+//! - burst: jobs all due within one second;
+//! - idle: Redis commands a second with nothing pending.
 //!
 //! ```text
 //! cargo bench --bench redis_queue            # BullMQ needs node; `npm ci` runs if needed
 //! cargo bench --bench redis_queue -- --quick # 10x smaller, for a smoke run
 //! ```
 //!
+//! **Peers.** Every producer issues one job per call with 200 calls in
+//! flight; every consumer side runs in one process.
+//!
+//! - tickwheel: `redis::AsyncQueue` with default options, under a tokio
+//!   multi-thread runtime (200 tasks calling `schedule`); one
+//!   `AsyncConsumer` shared by 4 tasks, each `fetch(100, 200 ms)` then
+//!   `ack_all`.
+//! - The seeds' design (`peers/zset_poller.rs`) on redis-rs: one
+//!   `MultiplexedConnection` with 200 pipelined HSET + ZADD calls in
+//!   flight; a Lua mover every 100 ms; 4 consumer tasks, each `BRPOP` on a
+//!   connection of its own, then HGET + HDEL on the shared one.
+//! - BullMQ (`peers/bullmq/bench.mjs`, run by node): 200 `queue.add` in
+//!   flight; one `Worker` at concurrency 100.
+//!
 //! The server is started here (`tests/support/redis_server.rs`) with AOF on
 //! and `appendfsync everysec`, Redis's defaults otherwise (`hz 10`), and
 //! flushed between contenders. Delivery times are read on this machine's
-//! clock, which is the server's. Prints markdown tables for
-//! `docs/benchmarks.md`.
+//! clock, which is the server's. A run's first job is due 2 s after its
+//! scheduling starts, or later if the schedule section's rate says
+//! scheduling takes longer. CPU is user + system: the client process's
+//! (`getrusage`; node's `process.cpuUsage()`) and redis-server's. Prints
+//! markdown tables for `docs/benchmarks.md`.
 
 extern crate alloc;
 
-use alloc::sync::Arc;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use alloc::collections::BTreeMap;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 use core::time::Duration;
-use std::collections::HashMap;
-use std::process::Command;
-use std::sync::Mutex;
-use std::time::{Instant, SystemTime};
 
-use tickwheel::redis::{Queue, Scheduled};
-
+#[path = "redis_queue/bullmq.rs"]
+mod bullmq;
+#[path = "redis_queue/common.rs"]
+mod common;
+#[path = "redis_queue/poller.rs"]
+mod poller;
 #[path = "../tests/support/redis_server.rs"]
 mod redis_server;
+#[path = "redis_queue/stats.rs"]
+mod stats;
+#[path = "redis_queue/tickwheel.rs"]
+mod tickwheel;
 #[path = "peers/zset_poller.rs"]
 mod zset_poller;
 
+use bullmq::{num, BullMq};
+use common::{Run, CONSUMERS, IN_FLIGHT};
 use redis_server::{Config, Fsync, RedisServer};
+use serde_json::Value;
+use stats::Usage;
 
-const CONSUMER_THREADS: usize = 4;
-const SCHEDULE_THREADS: usize = 16;
+const TW: &str = "tickwheel `AsyncQueue`";
+const SEED: &str = "seeds' ZSET + 100 ms poller";
 
 struct Sizes {
     jobs: usize,
     window: Duration,
     cancels: usize,
+    /// The second lateness run, at about 1 000 jobs a second.
+    slow_jobs: usize,
+    slow_window: Duration,
     idle: Duration,
 }
 
-/// What a lateness or burst run saw.
-#[derive(Default)]
-struct Deliveries {
-    /// Lateness of each first delivery, in µs (negative: early).
-    late_us: Vec<i64>,
-    duplicated: usize,
-    last: Option<SystemTime>,
+/// One peer's lateness run, from Rust or from BullMQ's JSON.
+struct Late {
+    name: String,
+    jobs: usize,
+    p50: f64,
+    p99: f64,
+    max: f64,
+    early: f64,
+    lost: f64,
+    duplicated: f64,
+    scheduled_in: f64,
+    lead: f64,
+    usage: Usage,
+    calls: BTreeMap<String, u64>,
+    note: Option<String>,
 }
 
-impl Deliveries {
-    fn record(
-        &mut self,
-        seen: &mut HashMap<String, ()>,
-        id: String,
-        due: SystemTime,
-        at: SystemTime,
-    ) {
-        if seen.insert(id, ()).is_some() {
-            self.duplicated += 1;
-            return;
+impl Late {
+    fn of_run(name: &str, run: &Run) -> Late {
+        let s = &run.summary;
+        Late {
+            name: name.to_string(),
+            jobs: s.jobs,
+            p50: s.quantile_ms(0.5),
+            p99: s.quantile_ms(0.99),
+            max: s.quantile_ms(1.0),
+            early: s.early as f64,
+            lost: s.lost as f64,
+            duplicated: s.duplicated as f64,
+            scheduled_in: run.scheduled_in,
+            lead: run.lead,
+            usage: run.usage,
+            calls: run.calls.clone(),
+            note: run.note.clone(),
         }
-        let late = match at.duration_since(due) {
-            Ok(late) => late.as_micros() as i64,
-            Err(early) => -(early.duration().as_micros() as i64),
-        };
-        self.late_us.push(late);
-        self.last = Some(self.last.map_or(at, |last| last.max(at)));
     }
 
-    fn quantile(&self, q: f64) -> f64 {
-        let mut sorted = self.late_us.clone();
-        sorted.sort_unstable();
-        if sorted.is_empty() {
-            return f64::NAN;
+    fn of_json(j: &Value) -> Late {
+        Late {
+            name: bullmq_name(j),
+            jobs: j["jobs"].as_u64().unwrap_or(0) as usize,
+            p50: num(&j["p50_ms"]),
+            p99: num(&j["p99_ms"]),
+            max: num(&j["max_ms"]),
+            early: num(&j["early"]),
+            lost: num(&j["lost"]),
+            duplicated: num(&j["duplicated"]),
+            scheduled_in: num(&j["scheduling_ms"]) / 1000.0,
+            lead: num(&j["lead_ms"]) / 1000.0,
+            usage: Usage {
+                elapsed: num(&j["measured_s"]),
+                process: num(&j["process_cpu_s"]),
+                redis: num(&j["redis_cpu_s"]),
+            },
+            calls: calls_of(&j["command_calls"]),
+            note: None,
         }
-        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-        sorted[rank - 1] as f64 / 1000.0
+    }
+
+    fn commands(&self) -> f64 {
+        self.calls.values().sum::<u64>() as f64 / self.jobs as f64
     }
 }
 
-fn micros(t: SystemTime) -> u64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_micros() as u64
+fn bullmq_name(j: &Value) -> String {
+    format!("BullMQ {}", j["version"].as_str().unwrap_or("?"))
+}
+
+fn calls_of(v: &Value) -> BTreeMap<String, u64> {
+    v.as_object()
+        .map(|o| {
+            o.iter()
+                .map(|(k, n)| (k.clone(), n.as_u64().unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    // `cargo bench` passes `--bench`; nothing else is understood.
     let sizes = if quick {
         Sizes {
             jobs: 10_000,
             window: Duration::from_secs(2),
             cancels: 1_000,
+            slow_jobs: 2_000,
+            slow_window: Duration::from_secs(2),
             idle: Duration::from_secs(5),
         }
     } else {
@@ -109,583 +174,369 @@ fn main() {
             jobs: 100_000,
             window: Duration::from_secs(10),
             cancels: 10_000,
+            slow_jobs: 10_000,
+            slow_window: Duration::from_secs(10),
             idle: Duration::from_secs(10),
         }
     };
     let server = RedisServer::start_with(Config::new().appendfsync(Fsync::EverySec));
-    eprintln!("redis-server on {} ({})", server.addr(), version(&server));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    println!("machine: {}", stats::machine_line());
+    println!("{}", stats::redis_line(&server));
     let bullmq = BullMq::prepare();
+    let n = sizes.jobs;
 
-    // ---- lateness -----------------------------------------------------
-    println!(
-        "\n### Lateness: {} jobs due uniformly over {:?}\n",
-        sizes.jobs, sizes.window
-    );
-    println!("| contender | p50 | p99 | max | early | lost | duplicated |\n|---|---:|---:|---:|---:|---:|---:|");
+    // ---- schedule rate and cancel ---------------------------------------
     flush(&server);
-    let d = tickwheel_deliveries(&server, &sizes, sizes.window, Duration::from_secs(5));
-    print_lateness("tickwheel `redis::Queue`", &d, sizes.jobs);
+    let tw = rt.block_on(tickwheel::schedule_and_cancel(&server, n, sizes.cancels));
     flush(&server);
-    let d = seed_deliveries(&server, &sizes, sizes.window, Duration::from_secs(5));
-    print_lateness("seeds' ZSET + 100 ms poller", &d, sizes.jobs);
+    let seed = rt.block_on(poller::schedule_and_cancel(&server, n, sizes.cancels));
     flush(&server);
-    match bullmq.run(
+    let b_sched = bullmq.run(
         &server,
-        "lateness",
+        "schedule",
+        &[("--jobs", n), ("--in-flight", IN_FLIGHT)],
+    );
+    flush(&server);
+    let b_cancel = bullmq.run(
+        &server,
+        "cancel",
         &[
-            ("--jobs", sizes.jobs),
-            ("--window-ms", sizes.window.as_millis() as usize),
+            ("--jobs", n),
+            ("--cancel", sizes.cancels),
+            ("--in-flight", IN_FLIGHT),
         ],
-    ) {
-        Some(j) => println!(
-            "| BullMQ {} | {:.2} ms | {:.2} ms | {:.2} ms | {} | {} | {} |",
+    );
+    if let Some(j) = b_sched.as_ref() {
+        println!(
+            "BullMQ {} (ioredis {}, node {})",
             j["version"].as_str().unwrap_or("?"),
-            f(&j["p50_ms"]),
-            f(&j["p99_ms"]),
-            f(&j["max_ms"]),
+            j["ioredis_version"].as_str().unwrap_or("?"),
+            j["node_version"].as_str().unwrap_or("?")
+        );
+    }
+    println!(
+        "\n### Schedule rate: {n} jobs due in 1 h, one job per call, {IN_FLIGHT} calls in flight\n"
+    );
+    println!("| contender | jobs/s | client CPU | redis-server CPU |\n|---|---:|---:|---:|");
+    for (name, usage) in [(TW, &tw.0), (SEED, &seed.0)] {
+        println!(
+            "| {name} | {:.0} | {} | {} |",
+            n as f64 / usage.elapsed,
+            cpu(usage.process, n),
+            cpu(usage.redis, n)
+        );
+    }
+    match &b_sched {
+        Some(j) => println!(
+            "| {} `queue.add` | {:.0} | {} | {} |",
+            bullmq_name(j),
+            num(&j["add_per_sec"]),
+            cpu(num(&j["process_cpu_s"]), n),
+            cpu(num(&j["redis_cpu_s"]), n)
+        ),
+        None => println!("| BullMQ | not run: {} | | |", bullmq.why()),
+    }
+    let c = sizes.cancels;
+    println!("\n### Cancel: {c} cancels with {n} pending (then {c} others)\n");
+    println!("| contender | one at a time: µs per cancel | {IN_FLIGHT} in flight: cancels/s |\n|---|---:|---:|");
+    println!("| {TW} | {:.1} | {:.0} |", tw.1, tw.2);
+    println!("| {SEED} | {:.1} | {:.0} |", seed.1, seed.2);
+    match &b_cancel {
+        Some(j) => println!(
+            "| {} `queue.remove` | {:.1} | {:.0} |",
+            bullmq_name(j),
+            num(&j["us_per_cancel"]),
+            num(&j["parallel_per_sec"])
+        ),
+        None => println!("| BullMQ | not run: {} | |", bullmq.why()),
+    }
+
+    let cancel_us = (tw.1, seed.1);
+
+    // Leads: the first job is due once scheduling (at the rate just
+    // measured) is surely done.
+    let rates = [
+        n as f64 / tw.0.elapsed,
+        n as f64 / seed.0.elapsed,
+        b_sched.as_ref().map_or(1000.0, |j| num(&j["add_per_sec"])),
+    ];
+    let lead = |jobs: usize, peer: usize| {
+        let rate = if rates[peer].is_finite() && rates[peer] > 0.0 {
+            rates[peer]
+        } else {
+            1000.0
+        };
+        Duration::from_secs_f64((1.5 * jobs as f64 / rate + 0.5).max(2.0))
+    };
+
+    // ---- lateness --------------------------------------------------------
+    let mut costs = Vec::new();
+    for (jobs, window) in [
+        (sizes.jobs, sizes.window),
+        (sizes.slow_jobs, sizes.slow_window),
+    ] {
+        flush(&server);
+        let tw = rt.block_on(tickwheel::deliveries(&server, jobs, window, lead(jobs, 0)));
+        flush(&server);
+        let seed = rt.block_on(poller::deliveries(&server, jobs, window, lead(jobs, 1)));
+        flush(&server);
+        let lead_ms = lead(jobs, 2).as_millis() as usize;
+        let args = [
+            ("--jobs", jobs),
+            ("--window-ms", window.as_millis() as usize),
+            ("--in-flight", IN_FLIGHT),
+            ("--lead-ms", lead_ms),
+        ];
+        let mut rows = vec![Late::of_run(TW, &tw), Late::of_run(SEED, &seed)];
+        rows.extend(
+            bullmq
+                .run(&server, "lateness", &args)
+                .as_ref()
+                .map(Late::of_json),
+        );
+        println!(
+            "\n### Lateness: {jobs} jobs due uniformly over {window:?} ({:.0}/s), {CONSUMERS} consumer tasks\n",
+            jobs as f64 / window.as_secs_f64()
+        );
+        println!("| contender | p50 | p99 | max | early | lost | duplicated | scheduled in (lead) | client CPU | redis-server CPU |");
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for r in &rows {
+            println!(
+                "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {} | {} | {} | {:.2} s ({:.2} s) | {:.2} s | {:.2} s |",
+                r.name, r.p50, r.p99, r.max, r.early, r.lost, r.duplicated,
+                r.scheduled_in, r.lead, r.usage.process, r.usage.redis
+            );
+        }
+        if rows.len() < 3 {
+            println!("| BullMQ | not run: {} | | | | | | | | |", bullmq.why());
+        }
+        for r in rows.iter().filter(|r| r.scheduled_in > r.lead) {
+            println!("\n(!) {}: scheduling outlasted the lead: early jobs were due before they were scheduled.", r.name);
+        }
+        costs.push((jobs, window, rows));
+    }
+
+    // ---- Redis cost per job ----------------------------------------------
+    println!("\n### Redis cost per job, end to end (schedule + delivery + ack), over the lateness runs\n");
+    let mut header = String::from("| contender |");
+    let mut rule = String::from("|---|");
+    for (jobs, window, _) in &costs {
+        let rate = *jobs as f64 / window.as_secs_f64();
+        header += &format!(" commands/job ({rate:.0}/s) | redis-server CPU/job ({rate:.0}/s) | client CPU/job ({rate:.0}/s) |");
+        rule += "---:|---:|---:|";
+    }
+    println!("{header}\n{rule}");
+    for (peer, r) in costs[0].2.iter().enumerate() {
+        let mut line = format!("| {} |", r.name);
+        for (_, _, rows) in &costs {
+            match rows.get(peer) {
+                Some(r) => {
+                    let per = |s: f64| s * 1e6 / r.jobs as f64;
+                    line += &format!(
+                        " {:.2} | {:.1} µs | {:.1} µs |",
+                        r.commands(),
+                        per(r.usage.redis),
+                        per(r.usage.process)
+                    );
+                }
+                None => line += " | | |",
+            }
+        }
+        println!("{line}");
+    }
+    for (jobs, _, rows) in &costs {
+        for r in rows {
+            if let Some(note) = &r.note {
+                println!("\n{} ({jobs} jobs): {note}", r.name);
+            }
+        }
+    }
+    let rows = &costs[0].2;
+    println!(
+        "\n### Redis commands per job by command, {} jobs over {:?} (`INFO commandstats`)\n",
+        rows[0].jobs, costs[0].1
+    );
+    let mut header = String::from("| command |");
+    let mut rule = String::from("|---|");
+    for r in rows {
+        header += &format!(" {} |", r.name);
+        rule += "---:|";
+    }
+    println!("{header}\n{rule}");
+    let per_job =
+        |r: &Late, cmd: &str| r.calls.get(cmd).copied().unwrap_or(0) as f64 / r.jobs as f64;
+    // Every command of the two Rust peers; BullMQ's ten busiest.
+    let top = |c: &str, rows: &[Late]| rows.iter().map(|r| per_job(r, c)).fold(0.0, f64::max);
+    let mut names: Vec<&String> = rows.iter().take(2).flat_map(|r| r.calls.keys()).collect();
+    if let Some(b) = rows.get(2) {
+        let mut theirs: Vec<&String> = b.calls.keys().collect();
+        theirs.sort_by(|x, y| per_job(b, y).total_cmp(&per_job(b, x)));
+        names.extend(theirs.into_iter().take(10));
+    }
+    names.sort();
+    names.dedup();
+    names.sort_by(|a, b| top(b, rows).total_cmp(&top(a, rows)));
+    // Not the connections' few (`ping`, `subscribe`, ...), under 1 in 2 000 jobs.
+    for name in names.iter().filter(|c| top(c, rows) >= 0.0005) {
+        let mut line = format!("| {name} |");
+        for r in rows {
+            line += &format!(" {:.3} |", per_job(r, name));
+        }
+        println!("{line}");
+    }
+    let mut line = String::from("| **all** |");
+    for r in rows {
+        line += &format!(" **{:.3}** |", r.commands());
+    }
+    println!("{line}");
+
+    // ---- burst -----------------------------------------------------------
+    let second = Duration::from_secs(1);
+    flush(&server);
+    let tw = rt.block_on(tickwheel::deliveries(&server, n, second, lead(n, 0)));
+    flush(&server);
+    let seed = rt.block_on(poller::deliveries(&server, n, second, lead(n, 1)));
+    flush(&server);
+    let args = [
+        ("--jobs", n),
+        ("--in-flight", IN_FLIGHT),
+        ("--lead-ms", lead(n, 2).as_millis() as usize),
+    ];
+    let b_burst = bullmq.run(&server, "burst", &args);
+    println!("\n### Burst: {n} jobs due within one second\n");
+    println!("| contender | delivered/s | last delivery after the second ended | early | lost | duplicated |\n|---|---:|---:|---:|---:|---:|");
+    for (name, run) in [(TW, &tw), (SEED, &seed)] {
+        let s = &run.summary;
+        println!(
+            "| {name} | {:.0} | {:.0} ms | {} | {} | {} |",
+            run.burst.0, run.burst.1, s.early, s.lost, s.duplicated
+        );
+    }
+    match &b_burst {
+        Some(j) => println!(
+            "| {} | {:.0} | {:.0} ms | {} | {} | {} |",
+            bullmq_name(j),
+            num(&j["delivered_per_sec"]),
+            num(&j["last_after_due_ms"]),
             j["early"],
             j["lost"],
             j["duplicated"]
         ),
-        None => println!("| BullMQ | not run: {} | | | | | |", bullmq.why()),
+        None => println!("| BullMQ | not run: {} | | | | |", bullmq.why()),
     }
+    let bursts = (tw.burst.0, seed.burst.0);
 
-    // ---- schedule rate ------------------------------------------------
-    println!("\n### Schedule rate: {} jobs due in 1 h\n", sizes.jobs);
-    println!("| contender | one call at a time, many in flight | batches of 1 000, one in flight | batches, 4 in flight |\n|---|---:|---:|---:|");
+    // ---- idle ------------------------------------------------------------
+    let span = sizes.idle;
     flush(&server);
-    let (single, batch, batch4) = tickwheel_schedule_rates(&server, sizes.jobs);
+    let tw = rt.block_on(tickwheel::idle(&server, span));
+    flush(&server);
+    let seed = rt.block_on(poller::idle(&server, span));
+    flush(&server);
+    let b_idle = bullmq.run(&server, "idle", &[("--idle-secs", span.as_secs() as usize)]);
+    println!("\n### Idle: Redis commands a second over {span:?}, nothing pending, one consumer process\n");
+    println!("| contender | commands/s | by command (per second) |\n|---|---:|---|");
+    let secs = span.as_secs_f64();
+    let idle = tw.values().sum::<u64>() as f64 / secs;
     println!(
-        "| tickwheel | {single:.0}/s ({SCHEDULE_THREADS} threads) | {batch:.0}/s | {batch4:.0}/s |"
+        "| {TW}: one consumer, {CONSUMERS} tasks in `fetch(100, 5 s)` | {:.2} | {} |",
+        tw.values().sum::<u64>() as f64 / secs,
+        by_command(&tw, secs)
     );
-    flush(&server);
-    let (batch, batch4) = seed_schedule_rates(&server, sizes.jobs);
     println!(
-        "| seeds' ZSET | (same as batches: two plain commands) | {batch:.0}/s | {batch4:.0}/s |"
+        "| {SEED}: mover + {CONSUMERS} `BRPOP` consumers | {:.2} | {} |",
+        seed.values().sum::<u64>() as f64 / secs,
+        by_command(&seed, secs)
     );
-    flush(&server);
-    match bullmq.run(&server, "schedule", &[("--jobs", sizes.jobs)]) {
+    match &b_idle {
         Some(j) => println!(
-            "| BullMQ | {:.0}/s (64 in flight) | {:.0}/s | {:.0}/s |",
-            f(&j["add_per_sec"]),
-            f(&j["add_bulk_per_sec"]),
-            f(&j["add_bulk_pipelined_per_sec"])
+            "| {}: one `Worker` | {:.2} | {} |",
+            bullmq_name(j),
+            num(&j["commands_per_sec"]),
+            by_command(&calls_of(&j["command_calls"]), num(&j["measured_secs"]))
         ),
-        None => println!("| BullMQ | not run: {} | | |", bullmq.why()),
+        None => println!("| BullMQ | not run: {} | |", bullmq.why()),
     }
 
-    // ---- burst --------------------------------------------------------
-    println!("\n### Burst: {} jobs due within one second\n", sizes.jobs);
-    println!("| contender | delivered/s | last delivery after the second ends | lost | duplicated |\n|---|---:|---:|---:|---:|");
-    flush(&server);
-    let d = tickwheel_deliveries(
-        &server,
-        &sizes,
-        Duration::from_secs(1),
-        Duration::from_secs(5),
+    // ---- targets ---------------------------------------------------------
+    println!("\n### Against the issue's targets (tickwheel, this run)\n");
+    println!("| target | tickwheel | reference | met |\n|---|---:|---:|---|");
+    let target = |what: &str, ours: String, theirs: String, met: bool| {
+        let met = if met { "yes" } else { "no" };
+        println!("| {what} | {ours} | {theirs} | {met} |");
+    };
+    target(
+        "cancel, one at a time: µs per cancel ≤ the poller's",
+        format!("{:.1} µs", cancel_us.0),
+        format!("{:.1} µs", cancel_us.1),
+        cancel_us.0 <= cancel_us.1,
     );
-    print_burst("tickwheel", &d, sizes.jobs);
-    flush(&server);
-    let d = seed_deliveries(
-        &server,
-        &sizes,
-        Duration::from_secs(1),
-        Duration::from_secs(5),
-    );
-    print_burst("seeds' ZSET", &d, sizes.jobs);
-    flush(&server);
-    match bullmq.run(&server, "burst", &[("--jobs", sizes.jobs)]) {
-        Some(j) => println!(
-            "| BullMQ | {:.0} | {:.0} ms | {} | {} |",
-            f(&j["delivered_per_sec"]),
-            f(&j["last_after_due_ms"]),
-            j["lost"],
-            j["duplicated"]
+    let slow = &costs[1].2[0];
+    target(
+        &format!(
+            "lateness at {} jobs over {:?}: p99 ≤ 5 ms, max ≤ 50 ms",
+            slow.jobs, costs[1].1
         ),
-        None => println!("| BullMQ | not run: {} | | | |", bullmq.why()),
-    }
-
-    // ---- idle ---------------------------------------------------------
-    println!("\n### Idle cost: Redis commands a second, nothing pending, one consumer node\n");
-    println!("| contender | commands/s |\n|---|---:|");
-    flush(&server);
-    println!(
-        "| tickwheel (1 consumer) | {:.2} |",
-        tickwheel_idle(&server, sizes.idle)
+        format!("p99 {:.2} ms, max {:.2} ms", slow.p99, slow.max),
+        "5 ms, 50 ms".to_string(),
+        slow.p99 <= 5.0 && slow.max <= 50.0,
     );
-    flush(&server);
-    println!(
-        "| seeds' ZSET (mover + {CONSUMER_THREADS} consumers) | {:.2} |",
-        seed_idle(&server, sizes.idle)
+    target(
+        "burst: delivered/s ≥ 2× the poller's",
+        format!("{:.0}/s", bursts.0),
+        format!("2 × {:.0}/s", bursts.1),
+        bursts.0 >= 2.0 * bursts.1,
     );
-    flush(&server);
-    match bullmq.run(
-        &server,
-        "idle",
-        &[("--idle-secs", sizes.idle.as_secs() as usize)],
-    ) {
-        Some(j) => println!("| BullMQ (1 worker) | {:.2} |", f(&j["commands_per_sec"])),
-        None => println!("| BullMQ | not run: {} |", bullmq.why()),
-    }
-
-    // ---- cancel -------------------------------------------------------
-    println!(
-        "\n### Cancel: {} cancels, one at a time, with {} pending\n",
-        sizes.cancels, sizes.jobs
+    let (ours, theirs) = (&costs[0].2[0], &costs[0].2[1]);
+    let per = |r: &Late| r.usage.redis * 1e6 / r.jobs as f64;
+    target(
+        &format!(
+            "redis-server CPU per job ≤ the poller's ({} jobs over {:?})",
+            ours.jobs, costs[0].1
+        ),
+        format!("{:.1} µs", per(ours)),
+        format!("{:.1} µs", per(theirs)),
+        per(ours) <= per(theirs),
     );
-    println!("| contender | µs per cancel |\n|---|---:|");
-    flush(&server);
-    println!("| tickwheel | {:.1} |", tickwheel_cancel(&server, &sizes));
-    flush(&server);
-    println!("| seeds' ZSET | {:.1} |", seed_cancel(&server, &sizes));
-    flush(&server);
-    match bullmq.run(
-        &server,
-        "cancel",
-        &[("--jobs", sizes.jobs), ("--cancel", sizes.cancels)],
-    ) {
-        Some(j) => println!("| BullMQ | {:.1} |", f(&j["us_per_cancel"])),
-        None => println!("| BullMQ | not run: {} |", bullmq.why()),
-    }
-}
-
-fn f(v: &serde_json::Value) -> f64 {
-    v.as_f64().unwrap_or(f64::NAN)
-}
-
-fn version(server: &RedisServer) -> String {
-    let info = server.command(&["INFO", "server"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .unwrap_or("?")
-        .trim()
-        .to_string()
+    target(
+        "Redis commands per job ≤ 7",
+        format!("{:.2}", ours.commands()),
+        "7".to_string(),
+        ours.commands() <= 7.0,
+    );
+    target(
+        "idle: ≤ 1 Redis command a second",
+        format!("{idle:.2}/s"),
+        "1/s".to_string(),
+        idle <= 1.0,
+    );
+    drop(rt);
 }
 
 fn flush(server: &RedisServer) {
     server.command(&["FLUSHALL"]);
 }
 
-fn commands(server: &RedisServer) -> u64 {
-    let info = server.command(&["INFO", "stats"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix("total_commands_processed:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap()
+/// CPU seconds, and per job.
+fn cpu(seconds: f64, jobs: usize) -> String {
+    format!("{seconds:.2} s ({:.1} µs/job)", seconds * 1e6 / jobs as f64)
 }
 
-fn print_lateness(name: &str, d: &Deliveries, jobs: usize) {
-    let early = d.late_us.iter().filter(|&&l| l < 0).count();
-    println!(
-        "| {name} | {:.2} ms | {:.2} ms | {:.2} ms | {early} | {} | {} |",
-        d.quantile(0.5),
-        d.quantile(0.99),
-        d.quantile(1.0),
-        jobs - d.late_us.len(),
-        d.duplicated
-    );
-}
-
-fn print_burst(name: &str, d: &Deliveries, jobs: usize) {
-    // Due within [start, start + 1 s): the run's start is the earliest due.
-    let (rate, after) = burst_figures(d);
-    println!(
-        "| {name} | {rate:.0} | {after:.0} ms | {} | {} |",
-        jobs - d.late_us.len(),
-        d.duplicated
-    );
-}
-
-fn burst_figures(d: &Deliveries) -> (f64, f64) {
-    let Some(&(start, _)) = BURST_START.lock().unwrap().as_ref() else {
-        return (f64::NAN, f64::NAN);
-    };
-    let last = d.last.unwrap_or(start);
-    let span = last.duration_since(start).unwrap_or_default().as_secs_f64();
-    let end = start + Duration::from_secs(1);
-    let after = last
-        .duration_since(end)
-        .map_or(0.0, |d| d.as_secs_f64() * 1000.0);
-    (d.late_us.len() as f64 / span, after)
-}
-
-static BURST_START: Mutex<Option<(SystemTime, ())>> = Mutex::new(None);
-
-/// Due times: job i at start + window * i / n, start = now + lead.
-fn due_times(n: usize, window: Duration, lead: Duration) -> Vec<SystemTime> {
-    let start = SystemTime::now() + lead;
-    *BURST_START.lock().unwrap() = Some((start, ()));
-    (0..n)
-        .map(|i| start + window.mul_f64(i as f64 / n as f64))
-        .collect()
-}
-
-fn tickwheel_deliveries(
-    server: &RedisServer,
-    sizes: &Sizes,
-    window: Duration,
-    lead: Duration,
-) -> Deliveries {
-    let queue = Queue::builder(&server.url(), "bench")
-        .batch(100)
-        .connect()
-        .unwrap();
-    let ids: Vec<String> = (0..sizes.jobs).map(|i| format!("j{i}")).collect();
-    let due = due_times(sizes.jobs, window, lead);
-    let started = Instant::now();
-    for (ids, due) in ids.chunks(1000).zip(due.chunks(1000)) {
-        let jobs: Vec<(&str, SystemTime, &[u8])> = ids
-            .iter()
-            .zip(due)
-            .map(|(id, &at)| (id.as_str(), at, &b"order"[..]))
-            .collect();
-        for s in queue.schedule_many_at(&jobs).unwrap() {
-            assert!(matches!(s, Scheduled::Created { .. }));
-        }
-    }
-    eprintln!(
-        "tickwheel: scheduled {} in {:?} (lead {lead:?})",
-        sizes.jobs,
-        started.elapsed()
-    );
-    let due_of: Arc<HashMap<String, SystemTime>> = Arc::new(ids.into_iter().zip(due).collect());
-    let delivered = Arc::new(AtomicUsize::new(0));
-    let give_up = Instant::now() + lead + window + Duration::from_secs(30);
-    let results: Vec<(Deliveries, HashMap<String, ()>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..CONSUMER_THREADS)
-            .map(|_| {
-                let consumer = queue.consumer().unwrap();
-                let (due_of, delivered) = (Arc::clone(&due_of), Arc::clone(&delivered));
-                let jobs = sizes.jobs;
-                scope.spawn(move || {
-                    let mut d = Deliveries::default();
-                    let mut seen = HashMap::new();
-                    while delivered.load(Ordering::Relaxed) < jobs && Instant::now() < give_up {
-                        let batch = consumer.fetch(100, Duration::from_millis(200)).unwrap();
-                        let at = SystemTime::now();
-                        for job in &batch {
-                            d.record(&mut seen, job.id.clone(), due_of[&job.id], at);
-                        }
-                        delivered.fetch_add(batch.len(), Ordering::Relaxed);
-                        consumer.ack_all(&batch).unwrap();
-                    }
-                    (d, seen)
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap()).collect()
-    });
-    merge(results)
-}
-
-fn merge(results: Vec<(Deliveries, HashMap<String, ()>)>) -> Deliveries {
-    let mut all = Deliveries::default();
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    for (d, ids) in results {
-        all.duplicated += d.duplicated;
-        all.late_us.extend(d.late_us);
-        all.last = match (all.last, d.last) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
-        for id in ids.into_keys() {
-            if seen.insert(id, ()).is_some() {
-                all.duplicated += 1;
-            }
-        }
-    }
-    all
-}
-
-fn seed_deliveries(
-    server: &RedisServer,
-    sizes: &Sizes,
-    window: Duration,
-    lead: Duration,
-) -> Deliveries {
-    let due = due_times(sizes.jobs, window, lead);
-    let jobs: Vec<(String, u64, Vec<u8>)> = due
+/// `name rate` for each command, busiest first.
+fn by_command(calls: &BTreeMap<String, u64>, secs: f64) -> String {
+    let mut v: Vec<(&String, &u64)> = calls.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1));
+    let parts: Vec<String> = v
         .iter()
-        .enumerate()
-        .map(|(i, &at)| (format!("j{i}"), micros(at), b"order".to_vec()))
+        .map(|(k, n)| format!("{k} {:.2}", **n as f64 / secs))
         .collect();
-    let mut conn = zset_poller::connect(&server.url());
-    for chunk in jobs.chunks(1000) {
-        zset_poller::schedule(&mut conn, chunk);
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let mover = zset_poller::spawn_mover(server.url(), Arc::clone(&stop));
-    let delivered = Arc::new(AtomicUsize::new(0));
-    let give_up = Instant::now() + lead + window + Duration::from_secs(30);
-    let results = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..CONSUMER_THREADS)
-            .map(|_| {
-                let delivered = Arc::clone(&delivered);
-                let n = sizes.jobs;
-                let url = server.url();
-                scope.spawn(move || {
-                    let mut conn = zset_poller::connect(&url);
-                    let mut d = Deliveries::default();
-                    let mut seen = HashMap::new();
-                    while delivered.load(Ordering::Relaxed) < n && Instant::now() < give_up {
-                        if let Some((id, due)) = zset_poller::take(&mut conn) {
-                            let at = SystemTime::now();
-                            d.record(
-                                &mut seen,
-                                id,
-                                SystemTime::UNIX_EPOCH + Duration::from_micros(due),
-                                at,
-                            );
-                            delivered.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    (d, seen)
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap()).collect()
-    });
-    stop.store(true, Ordering::Relaxed);
-    mover.join().unwrap();
-    merge(results)
-}
-
-fn tickwheel_schedule_rates(server: &RedisServer, n: usize) -> (f64, f64, f64) {
-    let queue = Queue::builder(&server.url(), "bench").connect().unwrap();
-    let hour = Duration::from_secs(3600);
-    let ids: Vec<String> = (0..n).map(|i| format!("s{i}")).collect();
-    let started = Instant::now();
-    std::thread::scope(|scope| {
-        for part in ids.chunks(n.div_ceil(SCHEDULE_THREADS)) {
-            let queue = queue.clone();
-            scope.spawn(move || {
-                for id in part {
-                    queue.schedule_in(id, hour, b"order").unwrap();
-                }
-            });
-        }
-    });
-    let single = n as f64 / started.elapsed().as_secs_f64();
-    flush(server);
-    let started = Instant::now();
-    for part in ids.chunks(1000) {
-        let jobs: Vec<(&str, Duration, &[u8])> = part
-            .iter()
-            .map(|id| (id.as_str(), hour, &b"order"[..]))
-            .collect();
-        queue.schedule_many(&jobs).unwrap();
-    }
-    let batch = n as f64 / started.elapsed().as_secs_f64();
-    flush(server);
-    let started = Instant::now();
-    std::thread::scope(|scope| {
-        for part in ids.chunks(n.div_ceil(4)) {
-            let queue = queue.clone();
-            scope.spawn(move || {
-                for chunk in part.chunks(1000) {
-                    let jobs: Vec<(&str, Duration, &[u8])> = chunk
-                        .iter()
-                        .map(|id| (id.as_str(), hour, &b"order"[..]))
-                        .collect();
-                    queue.schedule_many(&jobs).unwrap();
-                }
-            });
-        }
-    });
-    let batch4 = n as f64 / started.elapsed().as_secs_f64();
-    (single, batch, batch4)
-}
-
-fn seed_schedule_rates(server: &RedisServer, n: usize) -> (f64, f64) {
-    let due = micros(SystemTime::now() + Duration::from_secs(3600));
-    let jobs: Vec<(String, u64, Vec<u8>)> = (0..n)
-        .map(|i| (format!("s{i}"), due, b"order".to_vec()))
-        .collect();
-    let mut conn = zset_poller::connect(&server.url());
-    let started = Instant::now();
-    for chunk in jobs.chunks(1000) {
-        zset_poller::schedule(&mut conn, chunk);
-    }
-    let batch = n as f64 / started.elapsed().as_secs_f64();
-    flush(server);
-    let started = Instant::now();
-    std::thread::scope(|scope| {
-        for part in jobs.chunks(n.div_ceil(4)) {
-            let url = server.url();
-            scope.spawn(move || {
-                let mut conn = zset_poller::connect(&url);
-                for chunk in part.chunks(1000) {
-                    zset_poller::schedule(&mut conn, chunk);
-                }
-            });
-        }
-    });
-    (batch, n as f64 / started.elapsed().as_secs_f64())
-}
-
-fn tickwheel_idle(server: &RedisServer, idle: Duration) -> f64 {
-    let queue = Queue::builder(&server.url(), "bench").connect().unwrap();
-    let consumer = queue.consumer().unwrap();
-    let waiter =
-        std::thread::spawn(move || consumer.fetch(1, idle + Duration::from_secs(4)).unwrap());
-    std::thread::sleep(Duration::from_secs(2));
-    let before = commands(server);
-    std::thread::sleep(idle);
-    let after = commands(server);
-    assert!(waiter.join().unwrap().is_empty());
-    (after - before - 1) as f64 / idle.as_secs_f64()
-}
-
-fn seed_idle(server: &RedisServer, idle: Duration) -> f64 {
-    let stop = Arc::new(AtomicBool::new(false));
-    let mover = zset_poller::spawn_mover(server.url(), Arc::clone(&stop));
-    let consumers: Vec<_> = (0..CONSUMER_THREADS)
-        .map(|_| {
-            let (url, stop) = (server.url(), Arc::clone(&stop));
-            std::thread::spawn(move || {
-                let mut conn = zset_poller::connect(&url);
-                while !stop.load(Ordering::Relaxed) {
-                    zset_poller::take(&mut conn);
-                }
-            })
-        })
-        .collect();
-    std::thread::sleep(Duration::from_secs(2));
-    let before = commands(server);
-    std::thread::sleep(idle);
-    let after = commands(server);
-    stop.store(true, Ordering::Relaxed);
-    mover.join().unwrap();
-    for c in consumers {
-        c.join().unwrap();
-    }
-    (after - before - 1) as f64 / idle.as_secs_f64()
-}
-
-/// The victims: every tenth job, in a scrambled order.
-fn victims(sizes: &Sizes) -> Vec<usize> {
-    let step = sizes.jobs / sizes.cancels;
-    let mut v: Vec<usize> = (0..sizes.cancels).map(|k| k * step).collect();
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    for i in (1..v.len()).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.swap(i, (x % (i as u64 + 1)) as usize);
-    }
-    v
-}
-
-fn tickwheel_cancel(server: &RedisServer, sizes: &Sizes) -> f64 {
-    let queue = Queue::builder(&server.url(), "bench").connect().unwrap();
-    let ids: Vec<String> = (0..sizes.jobs).map(|i| format!("c{i}")).collect();
-    for part in ids.chunks(1000) {
-        let jobs: Vec<(&str, Duration, &[u8])> = part
-            .iter()
-            .map(|id| (id.as_str(), Duration::from_secs(3600), &b"order"[..]))
-            .collect();
-        queue.schedule_many(&jobs).unwrap();
-    }
-    let victims = victims(sizes);
-    let started = Instant::now();
-    for &i in &victims {
-        assert!(matches!(
-            queue.cancel(&ids[i]).unwrap(),
-            tickwheel::redis::Cancelled::Cancelled(_)
-        ));
-    }
-    started.elapsed().as_secs_f64() * 1e6 / victims.len() as f64
-}
-
-fn seed_cancel(server: &RedisServer, sizes: &Sizes) -> f64 {
-    let due = micros(SystemTime::now() + Duration::from_secs(3600));
-    let jobs: Vec<(String, u64, Vec<u8>)> = (0..sizes.jobs)
-        .map(|i| (format!("c{i}"), due, b"order".to_vec()))
-        .collect();
-    let mut conn = zset_poller::connect(&server.url());
-    for chunk in jobs.chunks(1000) {
-        zset_poller::schedule(&mut conn, chunk);
-    }
-    let victims = victims(sizes);
-    let started = Instant::now();
-    for &i in &victims {
-        assert!(zset_poller::cancel(&mut conn, &jobs[i].0));
-    }
-    started.elapsed().as_secs_f64() * 1e6 / victims.len() as f64
-}
-
-/// The BullMQ peer (`benches/peers/bullmq`), run by node.
-struct BullMq {
-    ready: Result<(), String>,
-}
-
-impl BullMq {
-    fn prepare() -> BullMq {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/peers/bullmq");
-        let ready = (|| {
-            let node = Command::new("node")
-                .arg("--version")
-                .output()
-                .map_err(|e| format!("node: {e}"))?;
-            if !node.status.success() {
-                return Err("node --version failed".to_string());
-            }
-            if !std::path::Path::new(dir)
-                .join("node_modules/bullmq")
-                .exists()
-            {
-                eprintln!("installing BullMQ: npm ci in {dir}");
-                let status = Command::new("npm")
-                    .arg("ci")
-                    .current_dir(dir)
-                    .status()
-                    .map_err(|e| format!("npm: {e}"))?;
-                if !status.success() {
-                    return Err("npm ci failed".to_string());
-                }
-            }
-            Ok(())
-        })();
-        BullMq { ready }
-    }
-
-    fn why(&self) -> String {
-        self.ready.clone().err().unwrap_or_default()
-    }
-
-    fn run(
-        &self,
-        server: &RedisServer,
-        workload: &str,
-        args: &[(&str, usize)],
-    ) -> Option<serde_json::Value> {
-        if self.ready.is_err() {
-            return None;
-        }
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/benches/peers/bullmq/bench.mjs"
-        );
-        let mut cmd = Command::new("node");
-        cmd.args([
-            script,
-            "--port",
-            &server.port().to_string(),
-            "--workload",
-            workload,
-        ]);
-        for (flag, value) in args {
-            cmd.args([flag.to_string(), value.to_string()]);
-        }
-        let out = cmd.output().expect("node");
-        if !out.status.success() {
-            eprintln!(
-                "BullMQ {workload} failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return None;
-        }
-        let text = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(text.trim()).ok()
+    if parts.is_empty() {
+        "none".to_string()
+    } else {
+        parts.join(", ")
     }
 }

@@ -1,8 +1,9 @@
 // BullMQ peer for tickwheel's Redis delayed-job queue benchmarks.
 //
 //   node bench.mjs --port <P> --workload <lateness|schedule|burst|idle|cancel>
-//                  [--jobs N] [--window-ms W] [--concurrency C] [--idle-secs S]
-//                  [--prefix K] [--cancel M] [--seed X] [--timeout-secs T]
+//                  [--jobs N] [--window-ms W] [--concurrency C] [--in-flight F]
+//                  [--lead-ms L] [--idle-secs S] [--prefix K] [--cancel M]
+//                  [--seed X] [--timeout-secs T]
 //
 // Connects to a fresh redis-server on 127.0.0.1:<P> (FLUSHALL at start),
 // runs one workload and prints exactly one line of JSON on stdout. All other
@@ -47,8 +48,8 @@ function parseArgs(argv) {
     opts[key] = val;
   }
   const known = [
-    'port', 'workload', 'jobs', 'window-ms', 'concurrency', 'idle-secs',
-    'prefix', 'cancel', 'seed', 'timeout-secs',
+    'port', 'workload', 'jobs', 'window-ms', 'concurrency', 'in-flight',
+    'lead-ms', 'idle-secs', 'prefix', 'cancel', 'seed', 'timeout-secs',
   ];
   for (const k of Object.keys(opts)) {
     if (!known.includes(k)) throw new Error(`unknown option --${k}`);
@@ -69,9 +70,14 @@ function parseArgs(argv) {
     workload,
     jobs: int('jobs', 100000, 1),
     windowMs: int('window-ms', 10000, 1),
-    // "schedule" uses C as the number of add() calls in flight; the worker
-    // workloads use it as the Worker concurrency.
-    concurrency: int('concurrency', workload === 'schedule' ? 64 : 100, 1),
+    // The Worker's concurrency.
+    concurrency: int('concurrency', 100, 1),
+    // queue.add() calls in flight, one job each, wherever jobs are added
+    // (but the cancel workload's untimed setup, which uses addBulk).
+    inFlight: int('in-flight', 200, 1),
+    // The first due time, after scheduling starts (lateness, burst); when
+    // absent, a calibration run picks it.
+    leadMs: opts['lead-ms'] === undefined ? null : int('lead-ms', null, 0),
     idleSecs: int('idle-secs', 10, 1),
     prefix: opts.prefix ?? 'bull',
     cancel: int('cancel', 10000, 0),
@@ -152,7 +158,6 @@ function mulberry32(seed) {
 
 const jobId = i => `j${i}`; // BullMQ rejects integer custom ids.
 const BULK_BATCH = 1000;
-const PIPELINED_BULKS = 4; // extra schedule measurement only
 const FAR_DELAY_MS = 3600 * 1000;
 
 // Options a performance-minded user would set on every job: completed jobs
@@ -173,7 +178,7 @@ function workerSettings(cfg) {
     lockDuration: 30000, // default
     maxStalledCount: 1, // default
     removeOnComplete: true, // job option
-    addBulk_batch: BULK_BATCH,
+    add_in_flight: cfg.inFlight,
   };
 }
 
@@ -230,6 +235,65 @@ async function addDelayedBulk(queue, n, { dueOf = null, clockOffset = 0, idOf = 
   };
   await Promise.all(Array.from({ length: inflight }, lane));
   return nowMs() - t0;
+}
+
+// Adds `n` delayed jobs with one queue.add() per job, `inflight` calls in
+// flight (`inflight` lanes, each adding its next job when its last add
+// returns). Due times as for addDelayedBulk. Returns elapsed ms.
+async function addDelayed(queue, n, { dueOf = null, clockOffset = 0, idOf = jobId, inflight = 200 } = {}) {
+  const t0 = nowMs();
+  let next = 0;
+  const lane = async () => {
+    while (next < n) {
+      const i = next++;
+      const ts = Date.now(); // job.timestamp, passed explicitly
+      let data;
+      let delay;
+      if (dueOf) {
+        const due = dueOf(i);
+        delay = Math.max(0, Math.ceil(due + clockOffset - ts));
+        data = { id: i, due };
+      } else {
+        delay = FAR_DELAY_MS;
+        data = { id: i };
+      }
+      await queue.add('t', data, { ...JOB_OPTS, jobId: idOf(i), timestamp: ts, delay });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(inflight, n) }, lane));
+  return nowMs() - t0;
+}
+
+// CPU and Redis counters over a measured span: this process's CPU
+// (process.cpuUsage, user + system), redis-server's (INFO cpu), and, with
+// `reset`, Redis's commands by name (CONFIG RESETSTAT first, then INFO
+// commandstats, which counts the commands inside Lua scripts; the RESETSTAT
+// itself is taken off, and an INFO does not count itself).
+async function costStart(ctx, { reset = false } = {}) {
+  const cpu = parseInfo(await ctx.admin.info('cpu'));
+  if (reset) await ctx.admin.config('RESETSTAT');
+  return { t0: nowMs(), node: process.cpuUsage(), redis: redisCpu(cpu), reset };
+}
+
+async function costEnd(ctx, start) {
+  const out = {};
+  if (start.reset) {
+    const calls = commandCalls(parseInfo(await ctx.admin.info('commandstats')));
+    if (calls['config|resetstat']) calls['config|resetstat'] -= 1;
+    if (!calls['config|resetstat']) delete calls['config|resetstat'];
+    out.redis_commands = Object.values(calls).reduce((a, b) => a + b, 0);
+    out.command_calls = calls;
+  }
+  const cpu = parseInfo(await ctx.admin.info('cpu'));
+  const node = process.cpuUsage(start.node);
+  out.measured_s = round3((nowMs() - start.t0) / 1000);
+  out.process_cpu_s = round3((node.user + node.system) / 1e6);
+  out.redis_cpu_s = round3(redisCpu(cpu) - start.redis);
+  return out;
+}
+
+function redisCpu(info) {
+  return Number(info.used_cpu_sys) + Number(info.used_cpu_user);
 }
 
 async function flushAll(admin) {
@@ -310,13 +374,17 @@ class Ctx {
 // scheduling phase starts unless a calibration run (on a scratch queue) says
 // scheduling N jobs takes longer, in which case the start is shifted.
 async function chooseLead(ctx, n, minLeadMs) {
+  if (ctx.cfg.leadMs !== null) {
+    return { leadMs: ctx.cfg.leadMs, shifted: false, calibration: null };
+  }
   const calibN = Math.min(n, 4000);
+  const inflight = ctx.cfg.inFlight;
   const calibQ = new Queue('calibration', { connection: ctx.connection, prefix: ctx.cfg.prefix });
   calibQ.on('error', () => {});
   await calibQ.waitUntilReady();
   // One untimed warm-up batch (script loading, JIT), then the timed run.
-  await addDelayedBulk(calibQ, BULK_BATCH, { idOf: i => `w${i}` });
-  const ms = await addDelayedBulk(calibQ, calibN, { idOf: i => `c${i}` });
+  await addDelayed(calibQ, 1000, { idOf: i => `w${i}`, inflight });
+  const ms = await addDelayed(calibQ, calibN, { idOf: i => `c${i}`, inflight });
   await calibQ.obliterate({ force: true });
   await calibQ.close();
   const rate = calibN / (ms / 1000);
@@ -325,7 +393,7 @@ async function chooseLead(ctx, n, minLeadMs) {
   return {
     leadMs: Math.max(minLeadMs, needed),
     shifted: needed > minLeadMs,
-    calibration: { jobs: calibN, add_bulk_per_sec: Math.round(rate), predicted_schedule_ms: Math.round(predictedMs) },
+    calibration: { jobs: calibN, add_per_sec: Math.round(rate), predicted_schedule_ms: Math.round(predictedMs) },
   };
 }
 
@@ -346,6 +414,9 @@ async function runLateness(ctx) {
   const N = cfg.jobs;
   const W = cfg.windowMs;
   const name = 'lateness';
+  const lead = await chooseLead(ctx, N, 2000);
+  // Redis's counters and the CPU count from before the queue connects.
+  const cost = await costStart(ctx, { reset: true });
   const queue = ctx.queue(name);
   await queue.waitUntilReady();
 
@@ -376,12 +447,11 @@ async function runLateness(ctx) {
   await worker.waitUntilReady();
   await sleep(200); // let the worker reach its blocking wait
 
-  const lead = await chooseLead(ctx, N, 2000);
   const schedStart = nowMs();
   const firstDue = schedStart + lead.leadMs;
   const step = W / N;
   const dueOf = i => firstDue + i * step;
-  const schedMs = await addDelayedBulk(queue, N, { dueOf, clockOffset: clockOffsetStart });
+  const schedMs = await addDelayed(queue, N, { dueOf, clockOffset: clockOffsetStart, inflight: cfg.inFlight });
   const schedEnd = nowMs();
   log(`scheduled ${N} in ${schedMs.toFixed(0)} ms; first due in ${(firstDue - schedEnd).toFixed(0)} ms`);
 
@@ -389,6 +459,7 @@ async function runLateness(ctx) {
   const deadline = lastDue + 60000;
   const allIn = await waitFor(() => delivered >= N, Math.min(deadline, ctx.hardDeadline - 5000));
   if (allIn) await sleep(500); // grace to catch immediate duplicates
+  const costs = await costEnd(ctx, cost);
   const lastDeliveryWait = nowMs() - lastDue;
   const clockOffsetEnd = measureClockOffset();
 
@@ -432,9 +503,11 @@ async function runLateness(ctx) {
     waited_after_last_due_ms: round3(lastDeliveryWait),
     clock_offset_ms: { start: round3(clockOffsetStart), end: round3(clockOffsetEnd) },
     calibration: lead.calibration,
+    ...costs,
     settings: {
       ...workerSettings(cfg),
-      due_time: 'intended due = performance.timeOrigin+performance.now() based; BullMQ opts {timestamp: Date.now() at batch build, delay: ceil(due - timestamp)} so BullMQ due (integer ms) >= intended due',
+      cost_span: 'CONFIG RESETSTAT before the Queue and Worker connect, to 500 ms after the last first delivery',
+      due_time: 'intended due = performance.timeOrigin+performance.now() based; BullMQ opts {timestamp: Date.now() when the job is added, delay: ceil(due - timestamp)} so BullMQ due (integer ms) >= intended due',
       bullmq_due: 'job.timestamp + job.opts.delay',
       delivery_time: 'processor entry',
     },
@@ -444,68 +517,29 @@ async function runLateness(ctx) {
 async function runSchedule(ctx) {
   const { cfg } = ctx;
   const N = cfg.jobs;
-  const C = cfg.concurrency;
+  const F = cfg.inFlight;
 
-  // Phase 1: individual add() calls, C in flight.
-  const q1 = ctx.queue('schedule-add');
-  await q1.waitUntilReady();
-  let next = 0;
-  const t0 = nowMs();
-  const lanes = [];
-  for (let l = 0; l < Math.min(C, N); l++) {
-    lanes.push(
-      (async () => {
-        while (true) {
-          const i = next++;
-          if (i >= N) return;
-          await q1.add('t', { id: i }, { ...JOB_OPTS, jobId: jobId(i), delay: FAR_DELAY_MS });
-        }
-      })(),
-    );
-  }
-  await Promise.all(lanes);
-  const addMs = nowMs() - t0;
-  const addCount = await q1.getDelayedCount();
-  log(`add x${N} (C=${C}): ${addMs.toFixed(0)} ms`);
-
-  // Fresh state for phase 2.
-  await flushAll(ctx.admin);
-
-  // Phase 2: addBulk in batches of BULK_BATCH, one batch in flight.
-  const q2 = ctx.queue('schedule-bulk');
-  await q2.waitUntilReady();
-  const bulkMs = await addDelayedBulk(q2, N);
-  const bulkCount = await q2.getDelayedCount();
-  log(`addBulk x${N} (batch ${BULK_BATCH}): ${bulkMs.toFixed(0)} ms`);
-
-  // Phase 3 (extra): addBulk with PIPELINED_BULKS batches in flight.
-  await flushAll(ctx.admin);
-  const q3 = ctx.queue('schedule-bulk-pipelined');
-  await q3.waitUntilReady();
-  const pipeMs = await addDelayedBulk(q3, N, { inflight: PIPELINED_BULKS });
-  const pipeCount = await q3.getDelayedCount();
-  log(`addBulk x${N} (batch ${BULK_BATCH}, ${PIPELINED_BULKS} in flight): ${pipeMs.toFixed(0)} ms`);
-
-  if (addCount !== N || bulkCount !== N || pipeCount !== N) {
-    throw new Error(`delayed count mismatch: add=${addCount} addBulk=${bulkCount} pipelined=${pipeCount} expected ${N}`);
+  // One queue.add() per job, F in flight; CPU counted over the adds only.
+  const queue = ctx.queue('schedule-add');
+  await queue.waitUntilReady();
+  const cost = await costStart(ctx);
+  const addMs = await addDelayed(queue, N, { inflight: F });
+  const costs = await costEnd(ctx, cost);
+  const addCount = await queue.getDelayedCount();
+  log(`add x${N} (${F} in flight): ${addMs.toFixed(0)} ms`);
+  if (addCount !== N) {
+    throw new Error(`delayed count mismatch: ${addCount}, expected ${N}`);
   }
   return {
     workload: 'schedule',
     jobs: N,
     add_per_sec: Math.round(N / (addMs / 1000)),
-    add_bulk_per_sec: Math.round(N / (bulkMs / 1000)),
-    add_bulk_pipelined_per_sec: Math.round(N / (pipeMs / 1000)),
     add_ms: round3(addMs),
-    add_bulk_ms: round3(bulkMs),
-    add_bulk_pipelined_ms: round3(pipeMs),
+    ...costs,
     settings: {
-      add_in_flight: C,
-      add_bulk_batch: BULK_BATCH,
-      add_bulk_in_flight: 1,
-      add_bulk_pipelined_in_flight: PIPELINED_BULKS,
+      add_in_flight: F,
       delay_ms: FAR_DELAY_MS,
       removeOnComplete: true,
-      state_between_phases: 'FLUSHALL',
     },
   };
 }
@@ -545,7 +579,7 @@ async function runBurst(ctx) {
   const schedStart = nowMs();
   const T = schedStart + lead.leadMs; // start of the due second
   const dueOf = i => T + (i * 1000) / N; // uniformly within [T, T+1000)
-  const schedMs = await addDelayedBulk(queue, N, { dueOf, clockOffset: clockOffsetStart });
+  const schedMs = await addDelayed(queue, N, { dueOf, clockOffset: clockOffsetStart, inflight: cfg.inFlight });
   const schedEnd = nowMs();
   log(`scheduled ${N} in ${schedMs.toFixed(0)} ms; due second starts in ${(T - schedEnd).toFixed(0)} ms`);
 
@@ -554,7 +588,12 @@ async function runBurst(ctx) {
   let duplicated = 0;
   for (let i = 0; i < N; i++) if (counts[i] > 1) duplicated += counts[i] - 1;
   const lat = [];
-  for (let i = 0; i < N; i++) if (counts[i] > 0) lat.push(late[i]);
+  let early = 0;
+  for (let i = 0; i < N; i++) {
+    if (counts[i] === 0) continue;
+    lat.push(late[i]);
+    if (late[i] < 0) early++;
+  }
   const span = lastDelivery - T;
 
   return {
@@ -567,6 +606,7 @@ async function runBurst(ctx) {
     lost: N - delivered,
     duplicated,
     failed,
+    early,
     lateness: latencyStats(lat),
     lead_ms: lead.leadMs,
     start_shifted: lead.shifted,
@@ -643,18 +683,21 @@ async function runIdle(ctx) {
 async function runCancel(ctx) {
   const { cfg } = ctx;
   const N = cfg.jobs;
-  const M = Math.min(cfg.cancel, N);
+  const M = Math.min(cfg.cancel, Math.floor(N / 2));
+  const F = cfg.inFlight;
   const queue = ctx.queue('cancel');
   await queue.waitUntilReady();
 
+  // Setup, not timed: N pending jobs, added in bulk.
   const schedMs = await addDelayedBulk(queue, N);
   log(`scheduled ${N} in ${schedMs.toFixed(0)} ms`);
 
-  // M distinct random indices (partial Fisher-Yates, seeded).
+  // 2M distinct random indices (partial Fisher-Yates, seeded): the first M
+  // are cancelled one at a time, the next M with F removes in flight.
   const rnd = mulberry32(cfg.seed);
   const idx = new Uint32Array(N);
   for (let i = 0; i < N; i++) idx[i] = i;
-  for (let i = 0; i < M; i++) {
+  for (let i = 0; i < 2 * M; i++) {
     const j = i + Math.floor(rnd() * (N - i));
     const t = idx[i];
     idx[i] = idx[j];
@@ -664,12 +707,26 @@ async function runCancel(ctx) {
   let removed = 0;
   const t0 = nowMs();
   for (let k = 0; k < M; k++) {
-    removed += (await queue.remove(jobId(idx[k]))) === 1 ? 1 : 0;
+    if ((await queue.remove(jobId(idx[k]))) === 1) removed++;
   }
   const ms = nowMs() - t0;
+
+  let next = M;
+  const t1 = nowMs();
+  const lane = async () => {
+    while (next < 2 * M) {
+      const k = next++;
+      // Not `removed += await ...`, which would read `removed` before the
+      // await and lose the other lanes' counts.
+      if ((await queue.remove(jobId(idx[k]))) === 1) removed++;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(F, M) }, lane));
+  const parallelMs = nowMs() - t1;
+
   const remaining = await queue.getDelayedCount();
-  if (removed !== M || remaining !== N - M) {
-    throw new Error(`cancel mismatch: removed=${removed}/${M}, delayed remaining=${remaining} (expected ${N - M})`);
+  if (removed !== 2 * M || remaining !== N - 2 * M) {
+    throw new Error(`cancel mismatch: removed=${removed}/${2 * M}, delayed remaining=${remaining} (expected ${N - 2 * M})`);
   }
   return {
     workload: 'cancel',
@@ -677,9 +734,12 @@ async function runCancel(ctx) {
     cancelled: M,
     us_per_cancel: M > 0 ? round3((ms * 1000) / M) : null,
     cancel_ms: round3(ms),
+    parallel_per_sec: M > 0 ? Math.round(M / (parallelMs / 1000)) : null,
+    parallel_ms: round3(parallelMs),
     remaining_delayed: remaining,
     settings: {
-      method: 'await queue.remove(jobId), sequential',
+      method: 'await queue.remove(jobId): M one at a time, then M others with F in flight',
+      in_flight: F,
       selection: `uniform random distinct ids, seed ${cfg.seed}`,
       delay_ms: FAR_DELAY_MS,
     },

@@ -1,0 +1,196 @@
+//! tickwheel's side: `redis::AsyncQueue` and `AsyncConsumer`, with the
+//! queue's default options, driven from the bench's tokio runtime.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicBool, Ordering};
+use core::time::Duration;
+use std::time::{Instant, SystemTime};
+
+use tickwheel::redis::{AsyncConsumer, AsyncQueue, Cancelled, Queue, QueueError, Scheduled};
+use tokio::task::JoinSet;
+
+use crate::common::{
+    blocking, lanes, micros, until_delivered, victims, Plan, Run, Tally, CONSUMERS, IN_FLIGHT,
+    PAYLOAD,
+};
+use crate::redis_server::RedisServer;
+use crate::stats::{command_counts, reset_counts, Snapshot, Usage};
+
+const NAME: &str = "bench";
+/// A consumer task's `fetch`: at most this many jobs (the default batch).
+const FETCH: usize = 100;
+
+async fn connect(server: &RedisServer) -> AsyncQueue {
+    Queue::builder(&server.url(), NAME)
+        .connect_async()
+        .await
+        .expect("connect")
+}
+
+/// Schedules `n` jobs due in 1 h, `IN_FLIGHT` calls at a time; then
+/// cancels `cancels` of them one at a time (µs per cancel) and `cancels`
+/// others with `IN_FLIGHT` in flight (cancels a second).
+pub(crate) async fn schedule_and_cancel(
+    server: &RedisServer,
+    n: usize,
+    cancels: usize,
+) -> (Usage, f64, f64) {
+    let queue = connect(server).await;
+    let before = blocking(|| Snapshot::take(server));
+    let q = queue.clone();
+    lanes(n, IN_FLIGHT, move |i| {
+        let q = q.clone();
+        async move {
+            let id = format!("j{i}");
+            let s = q.schedule_in(&id, Duration::from_secs(3600), PAYLOAD).await;
+            assert!(matches!(s.expect("schedule"), Scheduled::Created { .. }));
+        }
+    })
+    .await;
+    let usage = blocking(|| before.usage(server));
+
+    let started = Instant::now();
+    for i in victims(n, cancels, 0) {
+        let c = queue.cancel(&format!("j{i}")).await.expect("cancel");
+        assert!(matches!(c, Cancelled::Cancelled(_)));
+    }
+    let one = started.elapsed().as_secs_f64() * 1e6 / cancels as f64;
+    let others = Arc::new(victims(n, cancels, (n / cancels / 2).max(1)));
+    let started = Instant::now();
+    let q = queue.clone();
+    lanes(cancels, IN_FLIGHT, move |k| {
+        let (q, id) = (q.clone(), format!("j{}", others[k]));
+        async move {
+            let c = q.cancel(&id).await.expect("cancel");
+            assert!(matches!(c, Cancelled::Cancelled(_)));
+        }
+    })
+    .await;
+    let parallel = cancels as f64 / started.elapsed().as_secs_f64();
+    (usage, one, parallel)
+}
+
+/// `CONSUMERS` tasks sharing one consumer, each fetching up to `FETCH`
+/// jobs, recording them and acking them together, until `stop`.
+fn consume(
+    consumer: &Arc<AsyncConsumer>,
+    tally: &Arc<Tally>,
+    stop: &Arc<AtomicBool>,
+) -> JoinSet<()> {
+    let mut tasks = JoinSet::new();
+    for _ in 0..CONSUMERS {
+        let (consumer, tally, stop) = (Arc::clone(consumer), Arc::clone(tally), Arc::clone(stop));
+        tasks.spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let jobs = consumer
+                    .fetch(FETCH, Duration::from_millis(200))
+                    .await
+                    .expect("fetch");
+                if jobs.is_empty() {
+                    continue;
+                }
+                let at = micros(SystemTime::now());
+                for job in &jobs {
+                    tally.record(&job.id, at);
+                }
+                consumer.ack_all(&jobs).await.expect("ack");
+            }
+        });
+    }
+    tasks
+}
+
+/// A lateness (or burst) run: `n` jobs due uniformly over `window`, the
+/// first `lead` after scheduling starts; the consumers run from before the
+/// first schedule. Redis's counters are reset before the queue connects.
+pub(crate) async fn deliveries(
+    server: &RedisServer,
+    n: usize,
+    window: Duration,
+    lead: Duration,
+) -> Run {
+    let before = blocking(|| {
+        let before = Snapshot::take(server);
+        reset_counts(server);
+        before
+    });
+    let queue = connect(server).await;
+    let consumer = Arc::new(queue.consumer().expect("consumer"));
+    let tally = Arc::new(Tally::new(n));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = consume(&consumer, &tally, &stop);
+
+    let plan = Arc::new(Plan::new(n, window, lead));
+    let started = Instant::now();
+    let (q, p) = (queue.clone(), Arc::clone(&plan));
+    lanes(n, IN_FLIGHT, move |i| {
+        let (q, due) = (q.clone(), p.due[i]);
+        async move {
+            let s = q.schedule(&format!("j{i}"), due, PAYLOAD).await;
+            assert!(matches!(s.expect("schedule"), Scheduled::Created { .. }));
+        }
+    })
+    .await;
+    let scheduled_in = started.elapsed().as_secs_f64();
+    until_delivered(&tally, &plan).await;
+    stop.store(true, Ordering::Relaxed);
+    while let Some(done) = tasks.join_next().await {
+        done.expect("a consumer task panicked");
+    }
+    let calls = blocking(|| command_counts(server));
+    let usage = blocking(|| before.usage(server));
+    let m = queue.metrics();
+    let note = format!(
+        "`Queue::metrics`: {} round trips ({:.2} a job), {} claims, {} polls, {} hints, \
+         {} delivered, {} redelivered, {} acked",
+        m.round_trips,
+        m.round_trips as f64 / n as f64,
+        m.claims,
+        m.polls,
+        m.hints,
+        m.delivered,
+        m.redelivered,
+        m.acked
+    );
+    let summary = tally.summary(&plan);
+    Run {
+        burst: summary.burst(&plan),
+        summary,
+        usage,
+        calls,
+        scheduled_in,
+        lead: lead.as_secs_f64(),
+        note: Some(note),
+    }
+}
+
+/// Redis commands by name over `span`, with nothing pending and one
+/// consumer whose `CONSUMERS` tasks each wait in `fetch` (5 s timeout).
+pub(crate) async fn idle(server: &RedisServer, span: Duration) -> BTreeMap<String, u64> {
+    let queue = connect(server).await;
+    let consumer = Arc::new(queue.consumer().expect("consumer"));
+    let mut tasks = JoinSet::new();
+    for _ in 0..CONSUMERS {
+        let consumer = Arc::clone(&consumer);
+        tasks.spawn(async move {
+            loop {
+                match consumer.fetch(FETCH, Duration::from_secs(5)).await {
+                    Ok(jobs) => assert!(jobs.is_empty(), "a job in the idle run"),
+                    Err(QueueError::Closed) => break,
+                    Err(e) => panic!("fetch: {e}"),
+                }
+            }
+        });
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    blocking(|| reset_counts(server));
+    tokio::time::sleep(span).await;
+    let calls = blocking(|| command_counts(server));
+    consumer.close();
+    while let Some(done) = tasks.join_next().await {
+        done.expect("an idle consumer task panicked");
+    }
+    calls
+}
