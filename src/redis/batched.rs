@@ -48,7 +48,7 @@ impl Batched for ScheduleJob {
         for job in jobs {
             let (kind, micros) = job.when.kind();
             cmd.arg(&job.id)
-                .arg(job.token.hex())
+                .arg(job.token.bytes())
                 .arg(kind)
                 .arg(micros)
                 .arg(&job.payload);
@@ -143,7 +143,7 @@ impl Batched for CancelJob {
         let mut cmd = CANCEL.command(&keys_with(ctx, &answers));
         cmd.arg(ctx.options.answer_ttl_ms());
         for job in jobs {
-            cmd.arg(&job.id).arg(job.token.hex());
+            cmd.arg(&job.id).arg(job.token.bytes());
         }
         cmd
     }
@@ -207,7 +207,7 @@ impl Batched for AckJob {
     fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
         let mut cmd = ACK.command(&ctx.keys.fixed);
         for job in jobs {
-            cmd.arg(&job.id).arg(job.fence).arg(job.token.hex());
+            cmd.arg(&job.id).arg(job.fence).arg(job.token.bytes());
         }
         cmd
     }

@@ -110,13 +110,22 @@ struct Knowledge {
     /// Whether `next` can be trusted without asking: false at the start
     /// and after hints may have been missed.
     known: bool,
+    /// The last claim filled its batch: more was due then.
+    backlog: bool,
+    /// How late past `next` a claim may come (the wake-up slack, µs).
+    slack: i64,
     poll_at: Instant,
 }
 
 impl Knowledge {
+    /// Whether a fetch that arrives now should claim: jobs wait for their
+    /// window to close (`next + slack`) so that a claim takes together
+    /// the jobs due close together, as the sleep does; a backlog goes at
+    /// once.
     fn due_now(&self) -> bool {
         match (self.next, self.anchor) {
-            (Some(next), Some(anchor)) => next <= anchor.now(),
+            _ if self.backlog => true,
+            (Some(next), Some(anchor)) => next.saturating_add(self.slack) <= anchor.now(),
             (Some(_), None) => true,
             (None, _) => false,
         }
@@ -155,15 +164,20 @@ pub(super) async fn run(
         anchor: None,
         next: None,
         known: false,
+        backlog: false,
+        slack: i64::try_from(io.ctx.options.wake_slack.as_micros()).unwrap_or(i64::MAX),
         poll_at: Instant::now(),
     };
     let mut sleep = timer.sleep_until(far_future());
     let mut sleep_at = far_future();
+    // The sleep fired: something is due, by the timer's window.
+    let mut woke = false;
     loop {
         waiting.retain(|fetch| !fetch.reply.is_closed());
-        // A fetch claims once if anything may be due, even with no time
-        // left to wait (a zero timeout); only then does its deadline count.
-        if !waiting.is_empty() && (!k.known || k.due_now()) {
+        // A fetch claims if anything may be due (a fetch with no time left
+        // to wait included); only then does its deadline count.
+        if !waiting.is_empty() && (!k.known || woke || k.due_now()) {
+            woke = false;
             let want = waiting
                 .iter()
                 .map(|f| f.max)
@@ -171,6 +185,9 @@ pub(super) async fn run(
                 .min(io.ctx.options.batch);
             match claim(&io, want).await {
                 Ok(claimed) => {
+                    k.backlog = claimed
+                        .next
+                        .is_some_and(|next| next <= claimed.anchor.server);
                     k.anchor = Some(claimed.anchor);
                     k.learn(claimed.next);
                     k.poll_at = Instant::now() + jitter(poll);
@@ -181,6 +198,7 @@ pub(super) async fn run(
                         let _ = fetch.reply.send(Err(err.clone()));
                     }
                     k.known = false;
+                    k.backlog = false;
                 }
             }
             continue;
@@ -227,6 +245,7 @@ pub(super) async fn run(
                 Some(ToClaimer::Close) | None => break,
             },
             () = &mut sleep, if wake.is_some() => {
+                woke = true;
                 sleep_at = far_future();
                 sleep.reset(sleep_at);
             }
@@ -307,7 +326,7 @@ async fn claim(io: &Io, max: usize) -> Result<Claimed, QueueError> {
             cmd.arg(micros(o.threshold))
                 .arg(o.on_missed)
                 .arg(micros(o.window));
-            cmd.arg(token.hex()).arg(u8::from(again)).arg(ttl_ms);
+            cmd.arg(token.bytes()).arg(u8::from(again)).arg(ttl_ms);
             async move { CLAIM.run(conn, &cmd).await }
         })
         .await?;

@@ -74,9 +74,14 @@ impl Token {
         Token(mix(base ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
     }
 
-    /// 16 lowercase hex digits, as the scripts store it.
+    /// 16 lowercase hex digits, for key names.
     pub(super) fn hex(&self) -> String {
         format!("{:016x}", self.0)
+    }
+
+    /// 8 bytes, big-endian, as the scripts store it in a record.
+    pub(super) fn bytes(&self) -> Vec<u8> {
+        self.0.to_be_bytes().to_vec()
     }
 }
 

@@ -84,8 +84,8 @@
 //!   `everysec` (Redis's default) may lose the last second of jobs if the
 //!   machine, not just the process, crashes.
 //! - Memory: a waiting job costs its payload, its id twice, and about
-//!   150 bytes of Redis structures; an ended job keeps its id and about
-//!   100 bytes for the retention (`docs/design.md` has the measurements).
+//!   240 bytes of Redis structures; an ended job keeps its id and about
+//!   230 bytes for the retention (`docs/design.md` has the measurements).
 //!   A cancel-heavy queue holds ended ids for `retention × cancels per
 //!   second`: choose the retention for that.
 //!

@@ -172,7 +172,7 @@ pub(super) fn reschedule(s: &Shared, id: &str, when: When) -> Result<Pending<boo
             cmd.arg(&id)
                 .arg(kind)
                 .arg(micros)
-                .arg(token.hex())
+                .arg(token.bytes())
                 .arg(u8::from(again));
             cmd.arg(io.ctx.options.answer_ttl_ms())
                 .arg(&io.ctx.keys.channel);
@@ -198,7 +198,7 @@ pub(super) fn requeue(s: &Shared, id: &str) -> Result<Pending<bool>, QueueError>
         let keys = keys_with(&io.ctx, &[io.ctx.keys.of_token("ans", &token)]);
         let answer = script_with_retry_flag(&io, &REQUEUE, |again| {
             let mut cmd = REQUEUE.command(&keys);
-            cmd.arg(&id).arg(token.hex()).arg(u8::from(again));
+            cmd.arg(&id).arg(token.bytes()).arg(u8::from(again));
             cmd.arg(io.ctx.options.answer_ttl_ms())
                 .arg(&io.ctx.keys.channel);
             cmd
@@ -232,7 +232,7 @@ pub(super) fn nack(
                 .arg(fence)
                 .arg(delay)
                 .arg(o.max_attempts)
-                .arg(token.hex());
+                .arg(token.bytes());
             cmd.arg(u8::from(again)).arg(o.answer_ttl_ms());
             cmd
         })

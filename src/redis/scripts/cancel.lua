@@ -19,10 +19,10 @@ for i = 1, n do
   elseif r.s == 'w' or r.s == 'x' then
     now = now or clock()
     if r.s == 'w' then push(batch.zrem, r.seq .. id) else push(batch.dead_rem, r.seq .. id) end
-    local payload = r.payload
+    local body = payload(r)
     finish(id, r, 'c', token, now)
-    redis.call('SET', answer, payload, 'PX', ttl)
-    out[i] = {'cancelled', payload}
+    redis.call('SET', answer, body, 'PX', ttl)
+    out[i] = {'cancelled', body}
   elseif r.s == 'l' then
     out[i] = {'in_flight'}
   elseif r.s == 'a' then

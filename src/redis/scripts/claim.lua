@@ -37,7 +37,7 @@ if ARGV[8] == '1' then
     for i = 1, #held, 2 do
       local r = batch.recs[held[i]]
       if r and r.s == 'l' and r.fence == held[i + 1] then
-        push(head_out, held[i], r.payload)
+        push(head_out, held[i], payload(r))
         push(head_out, r.attempt, r.fence)
         push(head_out, r.due)
       end
@@ -58,33 +58,24 @@ local function spread_out(member)
   end
   local at = start + math.floor(width * done / total)
   if at < now then at = now end
-  push(batch.zadd, num(at), member)
+  push(batch.zadd, at, member)
   redis.call('HSET', KEYS[6], 'start', num(start), 'window', num(width), 'total', total, 'done', done + 1)
   spread = spread + 1
   return at
 end
 
-local first = redis.call('ZRANGE', KEYS[1], 0, max, 'WITHSCORES')
+-- Only what is due is read: the head of a long queue costs nothing.
+local first = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, max)
 local members, scores, ids = {}, {}, {}
-local later = nil
 for i = 1, #first, 2 do
-  local score = tonumber(first[i + 1])
-  if score <= now and #members < max then
-    members[#members + 1] = first[i]
-    scores[#scores + 1] = score
-    ids[#ids + 1] = string.sub(first[i], 17)
-  elseif later == nil then
-    later = score
-  end
+  members[#members + 1] = first[i]
+  scores[#scores + 1] = tonumber(first[i + 1])
+  ids[#ids + 1] = string.sub(first[i], 9)
 end
 if #members == 0 then
-  return {now, later or -1, 0, 0, 0}
+  return {now, next_due(), 0, 0, 0}
 end
 read(ids)
-local nxt = later
-local function soonest(at)
-  if nxt == nil or at < nxt then nxt = at end
-end
 local delivered = {}
 for i, member in ipairs(members) do
   local id = ids[i]
@@ -97,29 +88,28 @@ for i, member in ipairs(members) do
     r.s, r.last = 'x', token
     put(id, r)
     push(batch.zrem, member)
-    push(batch.dead_add, num(now), member)
+    push(batch.dead_add, now, member)
     dead = dead + 1
   elseif r.s == 'w' and now - scores[i] > threshold and on_missed ~= 'fire' then
     if on_missed == 'dead' then
       r.s, r.last = 'x', token
       put(id, r)
       push(batch.zrem, member)
-      push(batch.dead_add, num(now), member)
+      push(batch.dead_add, now, member)
       dead = dead + 1
     elseif on_missed == 'discard' then
       push(batch.zrem, member)
       finish(id, r, 'g', token, now)
       discarded = discarded + 1
     else
-      soonest(spread_out(member))
+      spread_out(member)
     end
   else
     r.s, r.last = 'l', token
     r.fence, r.attempt = r.fence + 1, r.attempt + 1
     put(id, r)
-    push(batch.zadd, num(now + lease), member)
-    soonest(now + lease)
-    push(out, id, r.payload)
+    push(batch.zadd, now + lease, member)
+    push(out, id, payload(r))
     push(out, r.attempt, r.fence)
     push(out, r.due)
     push(delivered, id, r.fence)
@@ -129,6 +119,8 @@ flush()
 if #delivered > 0 then
   redis.call('SET', KEYS[7], cmsgpack.pack(delivered), 'PX', ARGV[9])
 end
-local reply = {now, nxt or -1, dead, discarded, spread}
+-- Read after the changes: the earliest of what is left, leases included;
+-- at or before now if more was due than `max`.
+local reply = {now, next_due(), dead, discarded, spread}
 for _, v in ipairs(out) do reply[#reply + 1] = v end
 return reply

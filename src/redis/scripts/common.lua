@@ -12,23 +12,29 @@
 -- 6 spread: HASH start, window, total, done: the misfire policy's spread.
 -- Later KEYS are each script's own (a claim's replay record, answers).
 --
--- A record is "state|fence|attempt|due|seq|made|last|payload":
---   state   w waiting, l leased, x dead-lettered; ended: a acked,
+-- A record is a 41-byte header, then the payload verbatim:
+--   state   1 byte: w waiting, l leased, x dead-lettered; ended: a acked,
 --           c cancelled, g discarded by the misfire policy
---   fence   deliveries ever made; never goes back (requeue included), so
---           a delivery is known by (id, fence)
---   attempt deliveries since it was scheduled or requeued
---   due     when it was due, microseconds
---   seq     16 hex digits: the member is seq .. id
---   made    the request token of the schedule that created it
---   last    the request token of the last call that changed it
---   payload the rest, verbatim (empty once ended)
--- A retried call carries the token of its first attempt, so it can tell
--- its own earlier effect from anyone else's and answer the same.
+--   fence   4 bytes, big-endian: deliveries ever made; never goes back
+--           (requeue included), so a delivery is known by (id, fence)
+--   attempt 4 bytes: deliveries since it was scheduled or requeued
+--   due     8 bytes, a double: when it was due, whole microseconds
+--   seq     8 bytes, big-endian: the member is seq .. id
+--   made    8 bytes: the request token of the schedule that created it
+--   last    8 bytes: the request token of the last call that changed it
+-- (`struct`, a C library every Redis has, packs and unpacks it in one
+-- call.) A retried call carries the token of its first attempt, so it can
+-- tell its own earlier effect from anyone else's and answer the same.
+-- Scores and due times are passed to Redis as Lua numbers: whole numbers
+-- below 2^53, exact in a double and in Redis's conversion.
 
+local HEADER = '>c1I4I4dc8c8c8'
+
+-- A whole number as text, for concatenation (Lua's own drops digits).
 local function num(x)
   return string.format('%.0f', x)
 end
+local HEADER_LEN = 41
 
 local function clock()
   local t = redis.call('TIME')
@@ -36,18 +42,19 @@ local function clock()
 end
 
 local function parse(rec)
-  local s, fence, attempt, due, seq, made, last, at =
-    string.match(rec, '^(%a)|(%d+)|(%d+)|(%d+)|(%x+)|([^|]*)|([^|]*)|()')
-  return {
-    s = s, fence = tonumber(fence), attempt = tonumber(attempt),
-    due = tonumber(due), seq = seq, made = made, last = last,
-    payload = string.sub(rec, at),
-  }
+  local s, fence, attempt, due, seq, made, last = struct.unpack(HEADER, rec)
+  return { s = s, fence = fence, attempt = attempt, due = due, seq = seq,
+    made = made, last = last, rec = rec }
+end
+
+-- The payload of a parsed record (copied only when asked for).
+local function payload(r)
+  if r.payload == nil then r.payload = string.sub(r.rec, HEADER_LEN + 1) end
+  return r.payload
 end
 
 local function pack(r)
-  return r.s .. '|' .. num(r.fence) .. '|' .. num(r.attempt) .. '|' .. num(r.due)
-    .. '|' .. r.seq .. '|' .. r.made .. '|' .. r.last .. '|' .. r.payload
+  return struct.pack(HEADER, r.s, r.fence, r.attempt, r.due, r.seq, r.made, r.last) .. payload(r)
 end
 
 local function ended_state(s)
@@ -84,7 +91,7 @@ end
 local function finish(id, r, how, token, now)
   r.s, r.last, r.payload = how, token, ''
   put(id, r)
-  push(batch.ended, num(now), id)
+  push(batch.ended, now, id)
 end
 
 local function flush()

@@ -5,5 +5,5 @@ local id, fence = ARGV[1], tonumber(ARGV[2])
 read({id})
 local r = batch.recs[id]
 if not r or r.s ~= 'l' or r.fence ~= fence then return -1 end
-redis.call('ZADD', KEYS[1], num(clock() + tonumber(ARGV[3])), r.seq .. id)
+redis.call('ZADD', KEYS[1], clock() + tonumber(ARGV[3]), r.seq .. id)
 return 1

@@ -17,11 +17,11 @@ r.last = token
 if r.attempt >= tonumber(ARGV[4]) then
   r.s = 'x'
   push(batch.zrem, member)
-  push(batch.dead_add, num(now), member)
+  push(batch.dead_add, now, member)
   answer = 2
 else
   r.s = 'w'
-  push(batch.zadd, num(now + tonumber(ARGV[3])), member)
+  push(batch.zadd, now + tonumber(ARGV[3]), member)
 end
 put(id, r)
 flush()

@@ -13,7 +13,7 @@ for i = 1, n do
   if r and r.s == 'l' and r.fence == fence then
     r.s, r.attempt = 'w', r.attempt - 1
     put(id, r)
-    push(batch.zadd, num(r.due), r.seq .. id)
+    push(batch.zadd, r.due, r.seq .. id)
     if first == nil or r.due < first then first = r.due end
     back = back + 1
   end

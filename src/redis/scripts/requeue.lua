@@ -17,7 +17,7 @@ if r and r.s == 'x' then
   r.s, r.attempt, r.last = 'w', 0, ARGV[2]
   put(id, r)
   push(batch.dead_rem, member)
-  push(batch.zadd, num(now), member)
+  push(batch.zadd, now, member)
   local before = head()
   flush()
   hint(ARGV[5], now, before)

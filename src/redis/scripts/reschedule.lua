@@ -18,10 +18,10 @@ if r and r.s == 'w' then
     due = now + due
   end
   push(batch.zrem, r.seq .. id)
-  r.seq = string.format('%016x', redis.call('INCR', KEYS[5]))
+  r.seq = struct.pack('>I8', redis.call('INCR', KEYS[5]))
   r.due, r.last = due, ARGV[4]
   put(id, r)
-  push(batch.zadd, num(due), r.seq .. id)
+  push(batch.zadd, due, r.seq .. id)
   local before = head()
   flush()
   hint(ARGV[7], due, before)
