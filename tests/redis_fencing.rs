@@ -322,3 +322,78 @@ fn commands(server: &RedisServer) -> u64 {
         .and_then(|n| n.trim().parse().ok())
         .expect("INFO stats has total_commands_processed")
 }
+
+/// `ack_and_fetch` acks in the same script call as the next claim: every
+/// job acked once, in fewer round trips than fetch and ack apart; when
+/// nothing is due the acks go at once, alone; a foreign delivery is
+/// refused before anything is sent.
+#[test]
+fn ack_and_fetch_acks_with_the_next_claim() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).connect().unwrap();
+    for i in 0..40 {
+        queue
+            .schedule_in(&format!("a{i}"), MS * (5 + i), b"")
+            .unwrap();
+    }
+    let consumer = queue.consumer().unwrap();
+    let mut jobs = consumer.fetch(5, Duration::from_secs(5)).unwrap();
+    let mut got = jobs.len();
+    let before = queue.metrics().round_trips;
+    while got < 40 {
+        let (acked, next) = consumer
+            .ack_and_fetch(&jobs, 5, Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(acked.len(), jobs.len());
+        assert!(acked.iter().all(|a| *a == Acked::Acked), "{acked:?}");
+        got += next.len();
+        jobs = next;
+    }
+    let trips = queue.metrics().round_trips - before;
+    // The last batch: nothing is due any more, so its acks go alone while
+    // the fetch waits.
+    let started = Instant::now();
+    let waiter = std::thread::spawn({
+        let last = jobs.clone();
+        move || {
+            consumer
+                .ack_and_fetch(&last, 5, Duration::from_millis(500))
+                .unwrap()
+        }
+    });
+    let mut settled = false;
+    while started.elapsed() < Duration::from_millis(400) {
+        if queue.len().unwrap() == (0, 0) {
+            settled = true;
+            break;
+        }
+        std::thread::sleep(5 * MS);
+    }
+    let (acked, next) = waiter.join().unwrap();
+    assert!(settled, "the last acks waited for a claim");
+    assert!(acked.iter().all(|a| *a == Acked::Acked));
+    assert!(next.is_empty());
+    let m = queue.metrics();
+    assert_eq!((m.acked, m.delivered), (40, 40), "{m:?}");
+    // Fetching and acking apart costs a claim and an ack per batch: here
+    // the acks rode in the claims.
+    assert!(
+        trips <= m.claims,
+        "{trips} round trips for {} claims",
+        m.claims
+    );
+    let other = Queue::connect(&server.url(), "other").unwrap();
+    other.schedule_in("x", MS, b"").unwrap();
+    let theirs = other
+        .consumer()
+        .unwrap()
+        .fetch(1, Duration::from_secs(5))
+        .unwrap();
+    let mine = queue.consumer().unwrap();
+    assert!(matches!(
+        mine.ack_and_fetch(&theirs, 1, MS),
+        Err(QueueError::WrongQueue)
+    ));
+}

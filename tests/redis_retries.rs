@@ -132,11 +132,28 @@ fn a_claim_whose_reply_was_lost_gets_the_same_jobs_without_spending_an_attempt()
     let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
     assert_eq!(ids, ["c0", "c1", "c2", "c3", "c4"]);
     assert!(jobs.iter().all(|j| j.attempt == 1), "{jobs:?}");
+    // Again with acks riding in the claim: the retry answers them as the
+    // first attempt did, and gets the same new jobs.
+    for i in 5..8 {
+        queue.schedule_in(&format!("c{i}"), MS, b"").unwrap();
+    }
+    std::thread::sleep(10 * MS);
+    proxy.lose_reply_to(b":claim:");
+    let (acked, mut next) = consumer
+        .ack_and_fetch(&jobs, 5, Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(proxy.lost(), 2, "no claim reply was lost");
+    assert_eq!(acked, [Acked::Acked; 5]);
+    next.sort_by(|a, b| a.id.cmp(&b.id));
+    let ids: Vec<&str> = next.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["c5", "c6", "c7"]);
+    assert!(next.iter().all(|j| j.attempt == 1), "{next:?}");
     assert!(consumer
-        .ack_all(&jobs)
+        .ack_all(&next)
         .unwrap()
         .iter()
         .all(|a| *a == Acked::Acked));
+    assert_eq!(queue.metrics().acked, 8);
     assert_eq!(queue.len().unwrap(), (0, 0));
     assert!(queue.dead_letters(10).unwrap().is_empty());
 }

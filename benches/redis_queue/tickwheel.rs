@@ -73,7 +73,10 @@ pub(crate) async fn schedule_and_cancel(
 }
 
 /// `CONSUMERS` tasks sharing one consumer, each fetching up to `FETCH`
-/// jobs, recording them and acking them together, until `stop`.
+/// jobs, recording them, and acking them with its next fetch
+/// (`ack_and_fetch`: the acks ride in the next claim's script call, as a
+/// BullMQ worker completes a job and takes the next in one call), until
+/// `stop`; the last batch is acked alone.
 fn consume(
     consumer: &Arc<AsyncConsumer>,
     tally: &Arc<Tally>,
@@ -83,20 +86,19 @@ fn consume(
     for _ in 0..CONSUMERS {
         let (consumer, tally, stop) = (Arc::clone(consumer), Arc::clone(tally), Arc::clone(stop));
         tasks.spawn(async move {
+            let mut done = Vec::new();
             while !stop.load(Ordering::Relaxed) {
-                let jobs = consumer
-                    .fetch(FETCH, Duration::from_millis(200))
+                let (_, jobs) = consumer
+                    .ack_and_fetch(&done, FETCH, Duration::from_millis(200))
                     .await
                     .expect("fetch");
-                if jobs.is_empty() {
-                    continue;
-                }
                 let at = micros(SystemTime::now());
                 for job in &jobs {
                     tally.record(&job.id, at);
                 }
-                consumer.ack_all(&jobs).await.expect("ack");
+                done = jobs;
             }
+            consumer.ack_all(&done).await.expect("ack");
         });
     }
     tasks

@@ -65,7 +65,32 @@ impl AsyncConsumer {
     /// # }
     /// ```
     pub async fn fetch(&self, max: usize, timeout: Duration) -> Result<Vec<Delivery>, QueueError> {
-        self.claims.fetch(max, timeout).await
+        Ok(self.claims.fetch(&[], max, timeout)?.await?.1)
+    }
+
+    /// [`Consumer::ack_and_fetch`](super::Consumer::ack_and_fetch), as a
+    /// future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Consumer::ack_and_fetch`](super::Consumer::ack_and_fetch).
+    ///
+    /// ```no_run
+    /// # async fn f(c: tickwheel::redis::AsyncConsumer) -> Result<(), tickwheel::redis::QueueError> {
+    /// let mut jobs = c.fetch(10, std::time::Duration::from_secs(1)).await?;
+    /// loop {
+    ///     let (_acked, next) = c.ack_and_fetch(&jobs, 10, std::time::Duration::from_secs(1)).await?;
+    ///     jobs = next;
+    /// }
+    /// # }
+    /// ```
+    pub async fn ack_and_fetch(
+        &self,
+        done: &[Delivery],
+        max: usize,
+        timeout: Duration,
+    ) -> Result<(Vec<Acked>, Vec<Delivery>), QueueError> {
+        self.claims.fetch(done, max, timeout)?.await
     }
 
     /// [`Consumer::ack`](super::Consumer::ack), as a future.

@@ -193,6 +193,35 @@ pub(super) struct AckJob {
     token: Token,
 }
 
+impl AckJob {
+    /// Appends this ack's arguments: id, fence, token.
+    pub(super) fn args(&self, cmd: &mut Cmd) {
+        cmd.arg(&self.id).arg(self.fence).arg(self.token.bytes());
+    }
+}
+
+/// The answers to acks, as `ack_jobs` in `common.lua` gives them; counts
+/// them.
+pub(super) fn acked(items: &[Value], ctx: &Ctx) -> Vec<Acked> {
+    let c = &ctx.counters;
+    items
+        .iter()
+        .map(|item| match int(item) {
+            Some(1) => {
+                bump(&c.acked, 1);
+                ctx.trim_wake.notify_one();
+                Acked::Acked
+            }
+            // A repeated ack of a delivery acked before: counted once.
+            Some(2) => Acked::Acked,
+            _ => {
+                bump(&c.lease_lost, 1);
+                Acked::LeaseLost
+            }
+        })
+        .collect()
+}
+
 impl Batched for AckJob {
     type Answer = Acked;
 
@@ -207,7 +236,7 @@ impl Batched for AckJob {
     fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
         let mut cmd = ACK.command(&ctx.keys.fixed);
         for job in jobs {
-            cmd.arg(&job.id).arg(job.fence).arg(job.token.bytes());
+            job.args(&mut cmd);
         }
         cmd
     }
@@ -219,23 +248,7 @@ impl Batched for AckJob {
                 "an ack reply of the wrong length",
             )));
         }
-        let c = &ctx.counters;
-        Ok(items
-            .iter()
-            .map(|item| match int(item) {
-                Some(1) => {
-                    bump(&c.acked, 1);
-                    ctx.trim_wake.notify_one();
-                    Acked::Acked
-                }
-                // A repeated ack of a delivery acked before: counted once.
-                Some(2) => Acked::Acked,
-                _ => {
-                    bump(&c.lease_lost, 1);
-                    Acked::LeaseLost
-                }
-            })
-            .collect())
+        Ok(acked(&items, ctx))
     }
 }
 
@@ -244,18 +257,24 @@ pub(super) fn ack(s: &Shared, job: &Delivery) -> Result<Pending<Acked>, QueueErr
     Ok(one.remove(0))
 }
 
-pub(super) fn ack_all(s: &Shared, jobs: &[Delivery]) -> Result<Vec<Pending<Acked>>, QueueError> {
-    for job in jobs {
-        own(&s.ctx, job)?;
-    }
-    let (calls, pending) = jobs
-        .iter()
+/// The ack of each delivery, each checked to be this queue's.
+pub(super) fn ack_jobs(ctx: &Ctx, jobs: &[Delivery]) -> Result<Vec<AckJob>, QueueError> {
+    jobs.iter()
         .map(|job| {
-            let job = AckJob {
+            own(ctx, job)?;
+            Ok(AckJob {
                 id: job.id.clone(),
                 fence: job.fence,
                 token: Token::new(),
-            };
+            })
+        })
+        .collect()
+}
+
+pub(super) fn ack_all(s: &Shared, jobs: &[Delivery]) -> Result<Vec<Pending<Acked>>, QueueError> {
+    let (calls, pending) = ack_jobs(&s.ctx, jobs)?
+        .into_iter()
+        .map(|job| {
             let (reply, rx) = oneshot::channel();
             (Call { job, reply }, Pending::new(rx))
         })

@@ -34,13 +34,15 @@ use std::time::Instant;
 
 use tokio::sync::{broadcast, mpsc};
 
+use super::batched::{acked, AckJob, ACK};
 use super::counters::bump;
 use super::keys::Token;
+use super::lanes::Batched;
 use super::link::{jitter, Hint, Io};
 use super::lua::lua;
 use super::ops::{array, delivery, int};
 use super::options::micros;
-use super::outcome::Delivery;
+use super::outcome::{Acked, Delivery};
 use super::pending::Reply;
 use super::QueueError;
 use crate::timer::{Inline, Task, Timer};
@@ -48,12 +50,37 @@ use crate::timer::{Inline, Task, Timer};
 lua!(CLAIM, "claim.lua");
 lua!(RELEASE, "release.lua");
 
-/// A waiting `fetch`.
+/// A waiting `fetch`, and the acks it carries (`ack_and_fetch`).
 pub(super) struct Fetch {
     pub(super) max: usize,
     /// `None`: no deadline (a timeout too long to represent).
     pub(super) deadline: Option<Instant>,
-    pub(super) reply: Reply<Vec<Delivery>>,
+    /// Acks to send with the next claim, or alone before the loop sleeps.
+    pub(super) acks: Vec<AckJob>,
+    /// How many: `acks` is emptied when they are sent.
+    pub(super) ack_count: usize,
+    /// Their answers, once sent.
+    pub(super) acked: Option<Vec<Acked>>,
+    pub(super) reply: Reply<Fetched>,
+}
+
+/// What a fetch answers: its acks' answers, and the jobs it got.
+pub(super) type Fetched = (Vec<Acked>, Vec<Delivery>);
+
+impl Fetch {
+    fn unsent(&self) -> bool {
+        self.acked.is_none() && !self.acks.is_empty()
+    }
+
+    /// Answers the fetch with `jobs`; hands them back if it has gone.
+    fn answer(self, jobs: Vec<Delivery>) -> Result<(), Vec<Delivery>> {
+        let acked = self.acked.unwrap_or_default();
+        match self.reply.send(Ok((acked, jobs))) {
+            Ok(()) => Ok(()),
+            Err(Ok((_, jobs))) => Err(jobs),
+            Err(Err(_)) => Ok(()),
+        }
+    }
 }
 
 pub(super) enum ToClaimer {
@@ -66,6 +93,8 @@ struct Claimed {
     /// The server's clock in the script, and when its reply arrived here.
     anchor: Anchor,
     next: Option<i64>,
+    /// The answers to the acks it carried, in order.
+    acked: Vec<Acked>,
     jobs: Vec<Delivery>,
 }
 
@@ -172,10 +201,24 @@ pub(super) async fn run(
     let mut sleep_at = far_future();
     // The sleep fired: something is due, by the timer's window.
     let mut woke = false;
+    // How long acks may wait for a claim to carry them: a small part of
+    // the lease, which they must beat.
+    let ack_hold = (io.ctx.options.lease / 8).min(Duration::from_millis(20));
+    // Acks of fetches that went before their acks were sent: sent anyway.
+    let mut orphans: Vec<AckJob> = Vec::new();
     loop {
-        waiting.retain(|fetch| !fetch.reply.is_closed());
+        waiting.retain_mut(|fetch| {
+            if !fetch.reply.is_closed() {
+                return true;
+            }
+            if fetch.acked.is_none() {
+                orphans.append(&mut fetch.acks);
+            }
+            false
+        });
         // A fetch claims if anything may be due (a fetch with no time left
-        // to wait included); only then does its deadline count.
+        // to wait included); only then does its deadline count. Acks ride
+        // along.
         if !waiting.is_empty() && (!k.known || woke || k.due_now()) {
             woke = false;
             let want = waiting
@@ -183,7 +226,8 @@ pub(super) async fn run(
                 .map(|f| f.max)
                 .sum::<usize>()
                 .min(io.ctx.options.batch);
-            match claim(&io, want).await {
+            let acks = take_acks(&mut waiting, &mut orphans);
+            match claim(&io, want, &acks).await {
                 Ok(claimed) => {
                     k.backlog = claimed
                         .next
@@ -191,6 +235,7 @@ pub(super) async fn run(
                     k.anchor = Some(claimed.anchor);
                     k.learn(claimed.next);
                     k.poll_at = Instant::now() + jitter(poll);
+                    give_acks(&mut waiting, claimed.acked);
                     hand_out(&io, &mut waiting, claimed.jobs).await;
                 }
                 Err(err) => {
@@ -213,12 +258,30 @@ pub(super) async fn run(
             k.poll_at = Instant::now() + jitter(poll);
             continue;
         }
+        // No claim now. Acks wait for the next claim if it comes soon, and
+        // no fetch gives up first; otherwise they go alone, now.
+        let soon = k.wake_at().is_some_and(|at| at <= now + ack_hold);
+        let expiring = waiting
+            .iter()
+            .any(|f| f.deadline.is_some_and(|d| d <= now + ack_hold));
+        if (waiting.iter().any(Fetch::unsent) && (!soon || expiring)) || !orphans.is_empty() {
+            let acks = take_acks(&mut waiting, &mut orphans);
+            match ack(&io, &acks).await {
+                Ok(acked) => give_acks(&mut waiting, acked),
+                Err(err) => {
+                    for fetch in waiting.drain(..) {
+                        let _ = fetch.reply.send(Err(err.clone()));
+                    }
+                }
+            }
+            continue;
+        }
         while let Some(pos) = waiting
             .iter()
             .position(|f| f.deadline.is_some_and(|d| d <= now))
         {
             if let Some(fetch) = waiting.remove(pos) {
-                let _ = fetch.reply.send(Ok(Vec::new()));
+                let _ = fetch.answer(Vec::new());
             }
         }
         // Sleep until something may be due, a fetch's deadline, a poll,
@@ -259,15 +322,21 @@ pub(super) async fn run(
             }
         }
     }
-    for fetch in waiting {
-        let _ = fetch.reply.send(Err(QueueError::Closed));
-    }
-    // Fetches that raced the close get the same answer.
+    // Fetches that raced the close get the same answer; acks they carry
+    // that were not sent yet are sent (a fetch's error says they may or
+    // may not have been).
     rx.close();
     while let Some(message) = rx.recv().await {
         if let ToClaimer::Fetch(fetch) = message {
-            let _ = fetch.reply.send(Err(QueueError::Closed));
+            waiting.push_back(fetch);
         }
+    }
+    let acks = take_acks(&mut waiting, &mut orphans);
+    if !acks.is_empty() {
+        let _ = ack(&io, &acks).await;
+    }
+    for fetch in waiting {
+        let _ = fetch.reply.send(Err(QueueError::Closed));
     }
 }
 
@@ -283,6 +352,31 @@ async fn recv_hint(hints: &mut Option<broadcast::Receiver<Hint>>) -> Option<Hint
     }
 }
 
+/// The acks not yet sent, of every waiting fetch (in order) and of fetches
+/// that went; each waiting fetch's are marked as sent.
+fn take_acks(waiting: &mut VecDeque<Fetch>, orphans: &mut Vec<AckJob>) -> Vec<AckJob> {
+    let mut acks = core::mem::take(orphans);
+    let orphaned = acks.len();
+    for fetch in waiting.iter_mut().filter(|f| f.acked.is_none()) {
+        acks.append(&mut fetch.acks);
+        fetch.acked = Some(Vec::new());
+    }
+    // The orphans' answers lead; `give_acks` skips them.
+    acks.rotate_left(orphaned);
+    acks
+}
+
+/// Hands the answers back to the fetches whose acks `take_acks` took, in
+/// the same order (the orphans' answers, last, have no one to go to).
+fn give_acks(waiting: &mut VecDeque<Fetch>, answers: Vec<Acked>) {
+    let mut answers = answers.into_iter();
+    for fetch in waiting.iter_mut() {
+        if let Some(acked) = fetch.acked.as_mut().filter(|a| a.is_empty()) {
+            acked.extend(answers.by_ref().take(fetch.ack_count));
+        }
+    }
+}
+
 /// Gives claimed jobs to the waiting fetches, oldest first, each up to its
 /// `max`; jobs no fetch can take any more are handed back.
 async fn hand_out(io: &Io, waiting: &mut VecDeque<Fetch>, jobs: Vec<Delivery>) {
@@ -295,7 +389,7 @@ async fn hand_out(io: &Io, waiting: &mut VecDeque<Fetch>, jobs: Vec<Delivery>) {
             continue;
         }
         let mine: Vec<Delivery> = jobs.by_ref().take(fetch.max).collect();
-        if let Err(Ok(mine)) = fetch.reply.send(Ok(mine)) {
+        if let Err(mine) = fetch.answer(mine) {
             // It went between the check and the send: keep the jobs for
             // the next fetch.
             let rest: Vec<Delivery> = mine.into_iter().chain(jobs).collect();
@@ -308,8 +402,14 @@ async fn hand_out(io: &Io, waiting: &mut VecDeque<Fetch>, jobs: Vec<Delivery>) {
     }
 }
 
-/// Runs the claim script for up to `max` jobs.
-async fn claim(io: &Io, max: usize) -> Result<Claimed, QueueError> {
+/// Runs the ack script alone: for acks that cannot wait for a claim.
+async fn ack(io: &Io, acks: &[AckJob]) -> Result<Vec<Acked>, QueueError> {
+    let reply = io.script(&ACK, &AckJob::command(acks, &io.ctx)).await?;
+    Ok(acked(&array(reply)?, &io.ctx))
+}
+
+/// Runs the claim script for up to `max` jobs, acking `acks` first.
+async fn claim(io: &Io, max: usize, acks: &[AckJob]) -> Result<Claimed, QueueError> {
     let ctx = &io.ctx;
     let o = &ctx.options;
     let token = Token::new();
@@ -327,6 +427,9 @@ async fn claim(io: &Io, max: usize) -> Result<Claimed, QueueError> {
                 .arg(o.on_missed)
                 .arg(micros(o.window));
             cmd.arg(token.bytes()).arg(u8::from(again)).arg(ttl_ms);
+            for ack in acks {
+                ack.args(&mut cmd);
+            }
             async move { CLAIM.run(conn, &cmd).await }
         })
         .await?;
@@ -339,6 +442,14 @@ async fn claim(io: &Io, max: usize) -> Result<Claimed, QueueError> {
         })?;
     }
     let [now, next, dead, discarded, spread] = head;
+    let answered = items.next().as_ref().and_then(int).unwrap_or(0);
+    let answers: Vec<redis::Value> = items.by_ref().take(answered.max(0) as usize).collect();
+    if answers.len() != acks.len() {
+        return Err(QueueError::Server(alloc::string::String::from(
+            "a claim answered the wrong number of acks",
+        )));
+    }
+    let acked = acked(&answers, ctx);
     let c = &ctx.counters;
     bump(&c.dead_lettered, dead as u64);
     bump(&c.discarded, discarded as u64);
@@ -359,6 +470,7 @@ async fn claim(io: &Io, max: usize) -> Result<Claimed, QueueError> {
             server: now,
         },
         next: (next >= 0).then_some(next),
+        acked,
         jobs,
     })
 }

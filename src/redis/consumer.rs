@@ -11,7 +11,8 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::claimer::{self, Fetch, ToClaimer};
+use super::batched;
+use super::claimer::{self, Fetch, Fetched, ToClaimer};
 use super::link::{Request, Shared};
 use super::ops;
 use super::outcome::{Acked, Delivery, Nacked};
@@ -56,16 +57,31 @@ impl ClaimLoop {
         })
     }
 
-    /// Asks the loop for up to `max` jobs within `timeout`.
-    pub(super) fn fetch(&self, max: usize, timeout: Duration) -> Pending<Vec<Delivery>> {
+    /// Asks the loop to ack `done` and then for up to `max` jobs within
+    /// `timeout`; the acks ride with the next claim.
+    pub(super) fn fetch(
+        &self,
+        done: &[Delivery],
+        max: usize,
+        timeout: Duration,
+    ) -> Result<Pending<Fetched>, QueueError> {
+        let acks = batched::ack_jobs(&self.shared.ctx, done)?;
         let (reply, rx) = oneshot::channel();
-        if max == 0 {
-            let _ = reply.send(Ok(Vec::new()));
-            return Pending::new(rx);
+        if max == 0 && acks.is_empty() {
+            let _ = reply.send(Ok((Vec::new(), Vec::new())));
+            return Ok(Pending::new(rx));
         }
         let fetch = Fetch {
             max: max.min(self.shared.ctx.options.batch),
-            deadline: Instant::now().checked_add(timeout),
+            // With nothing to take, the fetch ends once its acks are sent.
+            deadline: if max == 0 {
+                Some(Instant::now())
+            } else {
+                Instant::now().checked_add(timeout)
+            },
+            ack_count: acks.len(),
+            acks,
+            acked: None,
             reply,
         };
         if let Err(mpsc::error::SendError(ToClaimer::Fetch(fetch))) =
@@ -73,7 +89,7 @@ impl ClaimLoop {
         {
             let _ = fetch.reply.send(Err(QueueError::Closed));
         }
-        Pending::new(rx)
+        Ok(Pending::new(rx))
     }
 
     pub(super) fn close(&self) {
@@ -146,7 +162,43 @@ impl Consumer {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn fetch(&self, max: usize, timeout: Duration) -> Result<Vec<Delivery>, QueueError> {
-        self.claims.fetch(max, timeout).wait()
+        Ok(self.claims.fetch(&[], max, timeout)?.wait()?.1)
+    }
+
+    /// Acks `done` and fetches up to `max` more, the acks riding in the
+    /// same script call as the next claim: a consumer loop's two round
+    /// trips per batch become one (as a BullMQ worker fetches its next job
+    /// while it completes one). If nothing is due yet, the acks go at once,
+    /// alone, and the fetch waits as [`fetch`](Self::fetch) does. One
+    /// answer per ack, in order, then the jobs.
+    ///
+    /// # Errors
+    ///
+    /// As [`ack`](Self::ack) and [`fetch`](Self::fetch); after an error
+    /// the acks may or may not have been made (an ack is safe to repeat).
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// # let consumer = q.consumer()?;
+    /// use std::time::Duration;
+    /// let mut jobs = consumer.fetch(10, Duration::from_secs(5))?;
+    /// loop {
+    ///     for job in &jobs {
+    ///         println!("close order {}", job.id);
+    ///     }
+    ///     let (acked, next) = consumer.ack_and_fetch(&jobs, 10, Duration::from_secs(5))?;
+    ///     # let _ = acked;
+    ///     jobs = next;
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ack_and_fetch(
+        &self,
+        done: &[Delivery],
+        max: usize,
+        timeout: Duration,
+    ) -> Result<(Vec<Acked>, Vec<Delivery>), QueueError> {
+        self.claims.fetch(done, max, timeout)?.wait()
     }
 
     /// Completes a delivered job. A repeated ack of the same delivery says

@@ -1,7 +1,8 @@
 -- ARGV: max, lease, max attempts, misfire threshold, on missed ('fire',
 -- 'dead', 'discard', 'spread'), spread window (microseconds but max and
 -- attempts), the claim's token, 1 if this is a retry, replay time to live
--- (ms). KEYS[7]: this claim's replay record.
+-- (ms); then jobs to ack first, as (id, fence, token) triples (see
+-- `ack_jobs`). KEYS[7]: this claim's replay record.
 -- Looks at no more than `max` jobs whose time has come, oldest first:
 -- waiting ones are delivered (or, if later than the threshold, follow the
 -- misfire policy); leased ones whose lease ran out are delivered again, or
@@ -9,7 +10,8 @@
 -- gets the jobs the first attempt delivered, still held, without spending
 -- another attempt.
 -- Returns {now, next or -1, dead-lettered, discarded, spread,
---          id, payload, attempt, fence, due, id, ...}.
+--          acks answered, answer, ..., id, payload, attempt, fence, due,
+--          id, ...}.
 local max = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
 local max_attempts = tonumber(ARGV[3])
@@ -20,10 +22,18 @@ local token = ARGV[7]
 local now = clock()
 local out = {}
 local dead, discarded, spread = 0, 0, 0
+local acked = {}
 
 local function next_due()
   local at = head()
   return at or -1
+end
+
+-- The reply's head: the counts, then the acks' answers.
+local function reply_head(next_at)
+  local h = {now, next_at, dead, discarded, spread, #acked}
+  for _, a in ipairs(acked) do h[#h + 1] = a end
+  return h
 end
 
 if ARGV[8] == '1' then
@@ -33,7 +43,9 @@ if ARGV[8] == '1' then
     local ids = {}
     for i = 1, #held, 2 do ids[#ids + 1] = held[i] end
     read(ids)
-    local head_out = {now, next_due(), 0, 0, 0}
+    acked = ack_jobs(10, now)
+    flush()
+    local head_out = reply_head(next_due())
     for i = 1, #held, 2 do
       local r = batch.recs[held[i]]
       if r and r.s == 'l' and r.fence == held[i + 1] then
@@ -72,10 +84,15 @@ for i = 1, #first, 2 do
   scores[#scores + 1] = tonumber(first[i + 1])
   ids[#ids + 1] = string.sub(first[i], 9)
 end
-if #members == 0 then
-  return {now, next_due(), 0, 0, 0}
-end
+-- One read for the jobs to ack and the jobs to claim; the acks go first,
+-- so a job acked here is not claimed again.
+for i = 10, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
 read(ids)
+acked = ack_jobs(10, now)
+if #members == 0 then
+  flush()
+  return reply_head(next_due())
+end
 local delivered = {}
 for i, member in ipairs(members) do
   local id = ids[i]
@@ -121,6 +138,6 @@ if #delivered > 0 then
 end
 -- Read after the changes: the earliest of what is left, leases included;
 -- at or before now if more was due than `max`.
-local reply = {now, next_due(), dead, discarded, spread}
+local reply = reply_head(next_due())
 for _, v in ipairs(out) do reply[#reply + 1] = v end
 return reply

@@ -68,9 +68,13 @@ local batch = { recs = {}, hset = {}, zadd = {}, zrem = {}, dead_add = {},
   dead_rem = {}, ended = {} }
 
 local function read(ids)
-  if #ids == 0 then return end
-  local got = redis.call('HMGET', KEYS[2], unpack(ids))
-  for i, id in ipairs(ids) do
+  local missing = {}
+  for _, id in ipairs(ids) do
+    if batch.recs[id] == nil then missing[#missing + 1] = id end
+  end
+  if #missing == 0 then return end
+  local got = redis.call('HMGET', KEYS[2], unpack(missing))
+  for i, id in ipairs(missing) do
     if batch.recs[id] == nil then
       batch.recs[id] = got[i] and parse(got[i]) or false
     end
@@ -118,4 +122,35 @@ local function hint(channel, at, before)
   if at and (before == nil or at < before) then
     redis.call('PUBLISH', channel, num(at))
   end
+end
+
+-- Acks the jobs listed in ARGV from `from`, as (id, fence, token) triples:
+-- per job 1 acked by this call (or by its first attempt, whose reply was
+-- lost), 2 this delivery was acked before (a repeated ack: nothing
+-- changes), or -1 the lease is lost (the job went to another delivery, or
+-- it ended some other way). `now` is read only if a job is acked.
+local function ack_jobs(from, now)
+  local n = (#ARGV - from + 1) / 3
+  local ids = {}
+  for i = 1, n do ids[i] = ARGV[from + (i - 1) * 3] end
+  read(ids)
+  local out = {}
+  for i = 1, n do
+    local at = from + (i - 1) * 3
+    local id, fence, token = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2]
+    local r = batch.recs[id]
+    if not r or r.fence ~= fence then
+      out[i] = -1
+    elseif r.s == 'l' then
+      now = now or clock()
+      push(batch.zrem, r.seq .. id)
+      finish(id, r, 'a', token, now)
+      out[i] = 1
+    elseif r.s == 'a' then
+      if r.last == token then out[i] = 1 else out[i] = 2 end
+    else
+      out[i] = -1
+    end
+  end
+  return out
 end
