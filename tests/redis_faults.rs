@@ -46,7 +46,7 @@ fn a_lost_hint_costs_one_poll_interval() {
     producer.schedule_in("quiet", MS, b"").unwrap();
     let (jobs, arrived) = waiter.join().unwrap();
     assert_eq!(jobs.len(), 1);
-    // The poll interval is jittered by ±50 %: at most 450 ms, with room
+    // A poll gap is the interval plus up to a quarter: at most 375 ms, with room
     // for a loaded machine; without the poll it would take the whole 5 s.
     let took = arrived - scheduled;
     assert!(took < Duration::from_secs(1), "took {took:?}");

@@ -197,9 +197,10 @@ impl QueueBuilder {
         self
     }
 
-    /// The reconciliation poll's mean interval, from 1 ms to 1 h (default
-    /// 1 s, jittered by ±50 %): a lost wake-up hint costs at most one of
-    /// these, and an idle consumer sends one command per interval.
+    /// The reconciliation poll's interval, from 1 ms to 1 h (default 1 s;
+    /// each gap is this plus up to a quarter more, at random, so consumers
+    /// do not poll in step): a lost wake-up hint costs at most 1.25 of
+    /// these, and an idle consumer sends at most one command per interval.
     ///
     /// ```
     /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");

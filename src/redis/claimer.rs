@@ -13,9 +13,9 @@
 //! the sleep: a hint (a producer published that it scheduled a job earlier
 //! than any other), a new fetch, and a claim that filled its batch (more
 //! may be due). Hints can be lost (a dropped connection, a restarted
-//! server), so while a fetch waits the loop also polls, at a jittered
-//! interval of about a second, with one `ZRANGE`: a lost hint costs one
-//! poll interval, never a stall. However many threads fetch, and whatever
+//! server), so while a fetch waits the loop also polls, every poll
+//! interval plus up to a quarter (1 s by default), with one `ZRANGE`: a
+//! lost hint costs at most that, never a stall. However many threads fetch, and whatever
 //! their timeouts, an idle consumer sends one command per poll interval.
 //!
 //! # Nothing leased to nobody
@@ -127,6 +127,13 @@ impl Anchor {
     }
 }
 
+/// The gap before the next reconciliation poll: the poll interval plus up
+/// to a quarter more, at random, so consumers do not poll in step and an
+/// idle one sends at most one command per interval.
+fn poll_gap(poll: Duration) -> Duration {
+    poll + jitter(poll / 8) // jitter: [0.5, 1.5) of its argument
+}
+
 fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(86_400 * 365)
 }
@@ -234,7 +241,7 @@ pub(super) async fn run(
                         .is_some_and(|next| next <= claimed.anchor.server);
                     k.anchor = Some(claimed.anchor);
                     k.learn(claimed.next);
-                    k.poll_at = Instant::now() + jitter(poll);
+                    k.poll_at = Instant::now() + poll_gap(poll);
                     give_acks(&mut waiting, claimed.acked);
                     hand_out(&io, &mut waiting, claimed.jobs).await;
                 }
@@ -255,7 +262,7 @@ pub(super) async fn run(
                 Ok(next) => k.learn(next),
                 Err(_) => k.known = false,
             }
-            k.poll_at = Instant::now() + jitter(poll);
+            k.poll_at = Instant::now() + poll_gap(poll);
             continue;
         }
         // No claim now. Acks wait for the next claim if it comes soon, and
