@@ -24,6 +24,8 @@ pub(crate) fn skip() -> bool {
             .and_then(Path::file_name)
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // Cargo names a test binary `name-hash`.
+        let name = name.rsplit_once('-').map_or(name.as_str(), |(n, _)| n);
         let line = format!(
             "\nNOTE: redis-server not found: the Redis tests in {name} did not run (they pass \
              without running). Install it (`sudo apt-get install redis-server`) or set \
