@@ -313,22 +313,14 @@ fn an_idle_consumer_costs_about_one_command_a_second() {
     let consumer = queue.consumer().unwrap();
     let waiter = std::thread::spawn(move || consumer.fetch(1, Duration::from_secs(6)).unwrap());
     std::thread::sleep(Duration::from_millis(500)); // connect, subscribe, first claim
-    let before = commands(&server);
+    let before = server.commands_processed();
     std::thread::sleep(Duration::from_secs(5));
-    let after = commands(&server);
+    let after = server.commands_processed();
     assert!(waiter.join().unwrap().is_empty());
     // INFO itself counts once; the rest is the consumer's polls (each one
     // ZRANGE), about 5 in 5 s, at most 10 with the jitter.
     let per_second = (after - before - 1) as f64 / 5.0;
     assert!(per_second <= 2.0, "{per_second} commands/s idle");
-}
-
-fn commands(server: &RedisServer) -> u64 {
-    let info = server.command(&["INFO", "stats"]);
-    info.lines()
-        .find_map(|line| line.strip_prefix("total_commands_processed:"))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("INFO stats has total_commands_processed")
 }
 
 /// Batches: one script call per 500 schedules, and one for many acks; each

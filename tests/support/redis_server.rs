@@ -318,6 +318,17 @@ impl RedisServer {
         drop(self);
     }
 
+    /// `total_commands_processed` from `INFO stats` (this call's own INFO
+    /// not yet counted).
+    #[track_caller]
+    pub(crate) fn commands_processed(&self) -> u64 {
+        let info = self.command(&["INFO", "stats"]);
+        info.lines()
+            .find_map(|line| line.strip_prefix("total_commands_processed:"))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("INFO stats has total_commands_processed")
+    }
+
     /// Sends one command on a fresh connection and returns the raw RESP
     /// reply (`+PONG\r\n`, `$5\r\nhello\r\n`, …). Panics on any I/O error
     /// or after 5 s without a reply.
