@@ -27,7 +27,6 @@
 //! (`release.lua`), not counted as an attempt.
 
 use alloc::collections::VecDeque;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::time::Duration;
 use std::time::Instant;
@@ -37,8 +36,9 @@ use tokio::sync::{broadcast, mpsc};
 use super::batched::{acked, AckJob, ACK};
 use super::counters::bump;
 use super::keys::Token;
+use super::knowledge::{far_future, poll_gap, Anchor, Knowledge};
 use super::lanes::Batched;
-use super::link::{jitter, Hint, Io};
+use super::link::{Hint, Io};
 use super::lua::lua;
 use super::ops::{array, delivery, int};
 use super::options::micros;
@@ -96,95 +96,6 @@ struct Claimed {
     /// The answers to the acks it carried, in order.
     acked: Vec<Acked>,
     jobs: Vec<Delivery>,
-}
-
-/// A lower bound of the server's clock: at `local`, it read at least
-/// `server` microseconds.
-#[derive(Clone, Copy)]
-struct Anchor {
-    local: Instant,
-    server: i64,
-}
-
-/// How far the server's clock may drift from ours while we sleep on an
-/// old anchor: woken this much early, a claim finds nothing and re-anchors.
-const DRIFT_PPM: u64 = 100;
-
-impl Anchor {
-    /// The server's clock now, at least.
-    fn now(&self) -> i64 {
-        let elapsed = i64::try_from(self.local.elapsed().as_micros()).unwrap_or(i64::MAX);
-        self.server.saturating_add(elapsed)
-    }
-
-    /// The first local instant at which the server's clock has reached `at`
-    /// (less the drift allowance).
-    fn instant_of(&self, at: i64) -> Instant {
-        let ahead = u64::try_from(at.saturating_sub(self.server)).unwrap_or(0);
-        let drift = (ahead.saturating_mul(DRIFT_PPM) / 1_000_000).min(ahead);
-        let wait = Duration::from_micros(ahead - drift);
-        self.local.checked_add(wait).unwrap_or_else(far_future)
-    }
-}
-
-/// The gap before the next reconciliation poll: the poll interval plus up
-/// to a quarter more, at random, so consumers do not poll in step and an
-/// idle one sends at most one command per interval.
-fn poll_gap(poll: Duration) -> Duration {
-    poll + jitter(poll / 8) // jitter: [0.5, 1.5) of its argument
-}
-
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(86_400 * 365)
-}
-
-/// The loop's knowledge of the queue.
-struct Knowledge {
-    anchor: Option<Anchor>,
-    /// The earliest due time known (server microseconds); `None`: nothing.
-    next: Option<i64>,
-    /// Whether `next` can be trusted without asking: false at the start
-    /// and after hints may have been missed.
-    known: bool,
-    /// The last claim filled its batch: more was due then.
-    backlog: bool,
-    /// How late past `next` a claim may come (the wake-up slack, µs).
-    slack: i64,
-    poll_at: Instant,
-}
-
-impl Knowledge {
-    /// Whether a fetch that arrives now should claim: jobs wait for their
-    /// window to close (`next + slack`) so that a claim takes together
-    /// the jobs due close together, as the sleep does; a backlog goes at
-    /// once.
-    fn due_now(&self) -> bool {
-        match (self.next, self.anchor) {
-            _ if self.backlog => true,
-            (Some(next), Some(anchor)) => next.saturating_add(self.slack) <= anchor.now(),
-            (Some(_), None) => true,
-            (None, _) => false,
-        }
-    }
-
-    fn wake_at(&self) -> Option<Instant> {
-        let next = self.next?;
-        Some(match self.anchor {
-            Some(anchor) => anchor.instant_of(next),
-            None => Instant::now(),
-        })
-    }
-
-    fn learn(&mut self, next: Option<i64>) {
-        self.next = next;
-        self.known = true;
-    }
-
-    fn hint(&mut self, at: i64) {
-        if self.next.is_none_or(|next| at < next) {
-            self.next = Some(at);
-        }
-    }
 }
 
 /// The loop. Ends on `Close`, or when every consumer handle is gone.
@@ -527,39 +438,4 @@ async fn release(io: &Io, jobs: &[Delivery]) {
             int(&back).unwrap_or(0).max(0) as u64,
         );
     }
-}
-
-/// Keeps the queue's hint subscription: forwards every published due time
-/// to the consumers, and tells them to resync after each (re)subscription.
-pub(super) async fn hints(io: Io) {
-    let ctx = Arc::clone(&io.ctx);
-    let mut backoff = Duration::from_millis(10);
-    let mut attempt = 0usize;
-    loop {
-        let subscribed = ctx.reach.subscribe(&ctx.keys.channel, attempt).await;
-        attempt = attempt.wrapping_add(1);
-        let Ok(mut pubsub) = subscribed else {
-            bump(&ctx.counters.failures, 1);
-            tokio::time::sleep(jitter(backoff)).await;
-            backoff = (backoff * 2).min(Duration::from_secs(1));
-            continue;
-        };
-        bump(&ctx.counters.dials, 1);
-        backoff = Duration::from_millis(10);
-        let _ = ctx.hints.send(Hint::Resync);
-        let mut messages = pubsub.on_message();
-        while let Some(message) = futures_next(&mut messages).await {
-            let at = core::str::from_utf8(message.get_payload_bytes())
-                .ok()
-                .and_then(|s| s.parse::<i64>().ok());
-            if let Some(at) = at {
-                let _ = ctx.hints.send(Hint::At(at));
-            }
-        }
-    }
-}
-
-/// The next item of a stream, without a futures dependency.
-async fn futures_next<S: futures_core::Stream + Unpin>(stream: &mut S) -> Option<S::Item> {
-    core::future::poll_fn(|cx| core::pin::Pin::new(&mut *stream).poll_next(cx)).await
 }

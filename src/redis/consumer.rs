@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::batched;
 use super::claimer::{self, Fetch, Fetched, ToClaimer};
+use super::hints;
 use super::link::{Request, Shared};
 use super::ops;
 use super::outcome::{Acked, Delivery, Nacked};
@@ -41,7 +42,7 @@ impl ClaimLoop {
         let hints = if ctx.options.hints {
             let rx = ctx.hints.subscribe();
             if !ctx.hints_started.swap(true, Ordering::AcqRel) {
-                shared.send(Request::Daemon(Box::new(|io| Box::pin(claimer::hints(io)))));
+                shared.send(Request::Daemon(Box::new(|io| Box::pin(hints::hints(io)))));
             }
             Some(rx)
         } else {

@@ -99,9 +99,11 @@ mod claimer;
 mod consumer;
 mod counters;
 mod error;
+mod hints;
 #[cfg(feature = "serde")]
 mod json;
 mod keys;
+mod knowledge;
 mod lanes;
 mod link;
 mod lua;
