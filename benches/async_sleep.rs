@@ -107,6 +107,8 @@
 
 extern crate alloc;
 
+#[path = "workloads/cpu.rs"]
+mod cpu;
 #[path = "async_sleep/lateness.rs"]
 mod lateness;
 #[allow(

@@ -109,6 +109,8 @@
 
 extern crate alloc;
 
+#[path = "workloads/cpu.rs"]
+mod cpu;
 #[allow(
     dead_code,
     reason = "this bench prints the machine line and load average only"
@@ -134,9 +136,10 @@ use std::time::Instant;
 use tickwheel::timer::{Clock, SpinningClock, SystemClock};
 use tickwheel::Timer;
 
+use cpu::process_cpu;
 use machine::{load_average, machine_line};
 use precise_heap::PreciseHeap;
-use record::{process_cpu, Record, Recorder, UNFIRED};
+use record::{Record, Recorder, UNFIRED};
 use table::WindowStats;
 
 /// tickwheel's default tick.

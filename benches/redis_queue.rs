@@ -50,6 +50,8 @@ use core::time::Duration;
 mod bullmq;
 #[path = "redis_queue/common.rs"]
 mod common;
+#[path = "workloads/cpu.rs"]
+mod cpu;
 #[path = "redis_queue/poller.rs"]
 mod poller;
 #[path = "../tests/support/redis_server.rs"]

@@ -7,8 +7,9 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use core::time::Duration;
 use std::time::Instant;
 
+use super::cpu::process_cpu;
 use super::peers::{runtime, Peer};
-use super::record::{process_cpu, Record, UNFIRED};
+use super::record::{Record, UNFIRED};
 
 /// How long after the last deadline a run may take before it fails.
 const GRACE: Duration = Duration::from_secs(10);

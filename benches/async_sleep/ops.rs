@@ -10,8 +10,8 @@ use core::task::{Context, Waker};
 use core::time::Duration;
 use std::time::Instant;
 
+use super::cpu::process_cpu;
 use super::peers::Peer;
-use super::record::process_cpu;
 
 /// How much later than its first deadline a reset moves a sleep, on top
 /// of its delay.

@@ -8,27 +8,8 @@ use core::time::Duration;
 use std::process::Command;
 use std::time::Instant;
 
+use crate::cpu::process_cpu;
 use crate::redis_server::RedisServer;
-
-/// CPU time of this whole process so far, user + system, every thread:
-/// `getrusage(RUSAGE_SELF)`, which resolves microseconds.
-pub(crate) fn process_cpu() -> Duration {
-    // SAFETY: `rusage` is plain integers, for which all zeroes is a valid
-    // value, and `getrusage` writes only into the struct it is given.
-    let usage = unsafe {
-        let mut usage: libc::rusage = core::mem::zeroed();
-        assert_eq!(
-            libc::getrusage(libc::RUSAGE_SELF, &mut usage),
-            0,
-            "getrusage"
-        );
-        usage
-    };
-    let time = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    time(usage.ru_utime) + time(usage.ru_stime)
-}
 
 /// `INFO` sections as `field -> value`.
 pub(crate) fn info(server: &RedisServer, sections: &[&str]) -> BTreeMap<String, String> {
