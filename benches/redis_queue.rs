@@ -14,6 +14,7 @@
 //! ```text
 //! cargo bench --bench redis_queue            # BullMQ needs node; `npm ci` runs if needed
 //! cargo bench --bench redis_queue -- --quick # 10x smaller, for a smoke run
+//! cargo bench --bench redis_queue -- --no-bullmq # tickwheel and the poller only, for A/B runs
 //! ```
 //!
 //! **Peers.** Every producer issues one job per call with 200 calls in

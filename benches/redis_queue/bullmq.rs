@@ -19,6 +19,9 @@ impl BullMq {
     /// Checks for node, and runs `npm ci` if BullMQ is not installed.
     pub(crate) fn prepare() -> BullMq {
         let ready = (|| {
+            if std::env::args().any(|a| a == "--no-bullmq") {
+                return Err("left out (--no-bullmq)".to_string());
+            }
             let node = Command::new("node")
                 .arg("--version")
                 .output()

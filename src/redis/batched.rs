@@ -136,11 +136,9 @@ impl Batched for CancelJob {
     }
 
     fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
-        let answers: Vec<String> = jobs
-            .iter()
-            .map(|job| ctx.keys.of_token("ans", &job.token))
-            .collect();
-        let mut cmd = CANCEL.command(&keys_with(ctx, &answers));
+        // One answer key per script call: a retry sends this same command.
+        let answers = ctx.keys.of_token("ans", &Token::new());
+        let mut cmd = CANCEL.command(&keys_with(ctx, &[answers]));
         cmd.arg(ctx.options.answer_ttl_ms());
         for job in jobs {
             cmd.arg(&job.id).arg(job.token.bytes());

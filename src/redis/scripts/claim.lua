@@ -20,7 +20,6 @@ local on_missed = ARGV[5]
 local window = tonumber(ARGV[6])
 local token = ARGV[7]
 local now = clock()
-local out = {}
 local dead, discarded, spread = 0, 0, 0
 local acked = {}
 
@@ -78,27 +77,63 @@ end
 
 -- Only what is due is read: the head of a long queue costs nothing.
 local first = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, max)
-local members, scores, ids = {}, {}, {}
-for i = 1, #first, 2 do
-  members[#members + 1] = first[i]
-  scores[#scores + 1] = tonumber(first[i + 1])
-  ids[#ids + 1] = string.sub(first[i], 9)
-end
--- One read for the jobs to ack and the jobs to claim; the acks go first,
+local n = #first / 2
+local ids = {}
+for i = 1, n do ids[i] = string.sub(first[2 * i - 1], 9) end
+-- One read for the jobs to claim and the jobs to ack. The acks go first,
 -- so a job acked here is not claimed again.
-for i = 10, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
-read(ids)
-acked = ack_jobs(10, now)
-if #members == 0 then
-  flush()
-  return reply_head(next_due())
+local acks = (#ARGV - 9) / 3
+for k = 1, acks do ids[n + k] = ARGV[7 + 3 * k] end
+local raw = {}
+if #ids > 0 then raw = redis.call('HMGET', KEYS[2], unpack(ids)) end
+for k = 1, acks do
+  local id = ids[n + k]
+  if batch.recs[id] == nil then batch.recs[id] = raw[n + k] and parse(raw[n + k]) or false end
 end
+acked = ack_jobs(10, now)
+local reply = reply_head(-1)
 local delivered = {}
-for i, member in ipairs(members) do
-  local id = ids[i]
+local until_lease = now + lease
+-- A job this call delivered on the fast path (below).
+local DELIVERED = true
+
+-- Delivers a job: the next fence and attempt, leased until `until_lease`.
+local function deliver(id, member, body, attempt, fence, due)
+  push(batch.zadd, until_lease, member)
+  push(reply, id, body)
+  push(reply, attempt, fence)
+  push(reply, due)
+  push(delivered, id, fence)
+end
+
+for i = 1, n do
+  local member, id, score = first[2 * i - 1], ids[i], tonumber(first[2 * i])
   local r = batch.recs[id]
-  local live = r and (r.s == 'w' or r.s == 'l') and (r.seq .. id) == member
-  if not live then
+  if r == nil and raw[i] then
+    -- The common case, without building a record table: a waiting job
+    -- that is on time (or whose misfire policy is to fire) is delivered,
+    -- its header rewritten in front of the same payload.
+    local rec = raw[i]
+    local s, fence, attempt, due, seq, made = struct.unpack(HEADER, rec)
+    if s == 'w' and seq == string.sub(member, 1, 8)
+        and (on_missed == 'fire' or now - score <= threshold) then
+      local body = string.sub(rec, HEADER_LEN + 1)
+      push(batch.hset_list, id,
+        struct.pack(HEADER, 'l', fence + 1, attempt + 1, due, seq, made, token) .. body)
+      batch.recs[id] = DELIVERED
+      deliver(id, member, body, attempt + 1, fence + 1, due)
+    else
+      r = parse(rec)
+      batch.recs[id] = r
+    end
+  elseif r == nil then
+    r = false
+    batch.recs[id] = false
+  end
+  if r == DELIVERED or r == nil then
+    -- Handled above (a second member of a job delivered here stays for
+    -- a later claim to drop).
+  elseif not (r and (r.s == 'w' or r.s == 'l') and (r.seq .. id) == member) then
     -- A member left behind by nothing we know: drop it.
     push(batch.zrem, member)
   elseif r.s == 'l' and r.attempt >= max_attempts then
@@ -107,7 +142,7 @@ for i, member in ipairs(members) do
     push(batch.zrem, member)
     push(batch.dead_add, now, member)
     dead = dead + 1
-  elseif r.s == 'w' and now - scores[i] > threshold and on_missed ~= 'fire' then
+  elseif r.s == 'w' and now - score > threshold and on_missed ~= 'fire' then
     if on_missed == 'dead' then
       r.s, r.last = 'x', token
       put(id, r)
@@ -125,11 +160,7 @@ for i, member in ipairs(members) do
     r.s, r.last = 'l', token
     r.fence, r.attempt = r.fence + 1, r.attempt + 1
     put(id, r)
-    push(batch.zadd, now + lease, member)
-    push(out, id, payload(r))
-    push(out, r.attempt, r.fence)
-    push(out, r.due)
-    push(delivered, id, r.fence)
+    deliver(id, member, payload(r), r.attempt, r.fence, r.due)
   end
 end
 flush()
@@ -138,6 +169,5 @@ if #delivered > 0 then
 end
 -- Read after the changes: the earliest of what is left, leases included;
 -- at or before now if more was due than `max`.
-local reply = reply_head(next_due())
-for _, v in ipairs(out) do reply[#reply + 1] = v end
+reply[2], reply[3], reply[4], reply[5] = next_due(), dead, discarded, spread
 return reply

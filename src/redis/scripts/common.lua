@@ -64,8 +64,8 @@ end
 -- Records read with one HMGET, and changes written back with one HSET,
 -- one ZADD and one ZREM per key at the end of a script: a batch of jobs
 -- costs the same few commands as one.
-local batch = { recs = {}, hset = {}, zadd = {}, zrem = {}, dead_add = {},
-  dead_rem = {}, ended = {} }
+local batch = { recs = {}, hset = {}, hset_list = {}, zadd = {}, zrem = {},
+  dead_add = {}, dead_rem = {}, ended = {} }
 
 local function read(ids)
   local missing = {}
@@ -99,7 +99,7 @@ local function finish(id, r, how, token, now)
 end
 
 local function flush()
-  local args = {}
+  local args = batch.hset_list
   for id, r in pairs(batch.hset) do push(args, id, pack(r)) end
   if #args > 0 then redis.call('HSET', KEYS[2], unpack(args)) end
   if #batch.zrem > 0 then redis.call('ZREM', KEYS[1], unpack(batch.zrem)) end

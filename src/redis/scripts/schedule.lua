@@ -5,26 +5,21 @@
 local channel = ARGV[1]
 local n = (#ARGV - 1) / 5
 local ids = {}
-for i = 1, n do ids[i] = ARGV[2 + (i - 1) * 5] end
+for i = 1, n do ids[i] = ARGV[5 * i - 3] end
 local got = redis.call('HMGET', KEYS[2], unpack(ids))
-local out, fresh, hset, zadd = {}, {}, {}, {}
-local count, now, first = 0, nil, nil
+local out, fresh, records, scores = {}, {}, {}, {}
+local now, first, base
 for i = 1, n do
-  local at = 2 + (i - 1) * 5
-  local id, token = ARGV[at], ARGV[at + 1]
-  local rec = got[i]
+  local at = 5 * i - 3
+  local id, token, rec = ARGV[at], ARGV[at + 1], got[i]
   if fresh[id] then
-    -- The same id twice in one call: the first made it.
-    out[#out + 1] = 0
-    out[#out + 1] = 'w'
+    out[2 * i - 1], out[2 * i] = 0, 'w'
   elseif rec then
     local s, _, _, due, _, made = struct.unpack(HEADER, rec)
     if made == token then
-      out[#out + 1] = 1
-      out[#out + 1] = due
+      out[2 * i - 1], out[2 * i] = 1, due
     else
-      out[#out + 1] = 0
-      out[#out + 1] = s
+      out[2 * i - 1], out[2 * i] = 0, s
     end
   else
     local due = tonumber(ARGV[at + 3])
@@ -32,31 +27,19 @@ for i = 1, n do
       now = now or clock()
       due = now + due
     end
-    count = count + 1
-    fresh[id] = count
-    hset[#hset + 1] = id
-    hset[#hset + 1] = token
-    hset[#hset + 1] = ARGV[at + 4]
-    zadd[#zadd + 1] = due
-    zadd[#zadd + 1] = id
-    out[#out + 1] = 1
-    out[#out + 1] = due
+    -- Sequence numbers for the whole call, taken once (the ids that
+    -- exist leave gaps, which order nothing).
+    if base == nil then base = redis.call('INCRBY', KEYS[5], n) - n end
+    local seq = struct.pack('>I8', base + i)
+    fresh[id] = true
+    push(records, id, struct.pack(HEADER, 'w', 0, 0, due, seq, token, token) .. ARGV[at + 4])
+    push(scores, due, seq .. id)
+    out[2 * i - 1], out[2 * i] = 1, due
     if first == nil or due < first then first = due end
   end
 end
-if count > 0 then
-  -- Records and members wait for their sequence numbers, taken together.
-  local base = redis.call('INCRBY', KEYS[5], count) - count
-  local records, scores = {}, {}
-  for k = 1, count do
-    local id, token, body = hset[3 * k - 2], hset[3 * k - 1], hset[3 * k]
-    local due = zadd[2 * k - 1]
-    local seq = struct.pack('>I8', base + k)
-    records[#records + 1] = id
-    records[#records + 1] = struct.pack(HEADER, 'w', 0, 0, due, seq, token, token) .. body
-    scores[#scores + 1] = due
-    scores[#scores + 1] = seq .. id
-  end
+if base then
+  -- The head before the writes: a hint only for an earlier job.
   local before = head()
   redis.call('HSET', KEYS[2], unpack(records))
   redis.call('ZADD', KEYS[1], unpack(scores))
