@@ -17,9 +17,13 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
-use super::format::Record;
+use super::format::{Record, MAX_PAYLOAD};
 use super::handle::{DurableHandle, Recovery};
-use super::journal::{replay, spawn_flusher, Job, JournalError, Log, RunAndRecord, SyncPolicy};
+use super::journal::{
+    inspect, io_at, remove_stale_temps, replay, spawn_flusher, Job, JournalError, Log,
+    RunAndRecord, SyncPolicy,
+};
+use super::lock::JournalLock;
 use super::payload::Payload;
 use super::{MisfirePolicy, Outcome, PendingJob, Snapshot};
 use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer};
@@ -109,8 +113,11 @@ where
     ///
     /// [`JournalError`] if the file is not a journal, has another format
     /// version, cannot be read, written or renamed, or the timer cannot
-    /// start. Damaged records are not an error: they are skipped and
-    /// reported in [`Recovery::damage`].
+    /// start; [`JournalError::Locked`] if another `DurableTimer`, in this
+    /// process or another, has it open (a journal has one owner, held by
+    /// an operating-system lock on `<path>.lock` for the timer's life).
+    /// Damaged records are not an error: they are skipped and reported in
+    /// [`Recovery::damage`].
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("tickwheel-open-doc-{}", std::process::id()));
@@ -163,6 +170,12 @@ where
         handler: impl Fn(T) + Send + Sync + 'static,
     ) -> Result<(Self, Recovery<T>), JournalError> {
         let path = path.as_ref();
+        // A foreign file or a directory is refused before anything is
+        // created beside it.
+        let found = inspect(path)?;
+        // Before reading: nobody else may write while we replay.
+        let lock = JournalLock::acquire(path)?;
+        remove_stale_temps(path);
         let replayed = replay(path)?;
         let mut folded = replayed.folded;
         let mut recovery = Recovery {
@@ -170,6 +183,7 @@ where
             dead_letters: Vec::new(),
             damage: replayed.damage,
             undecodable: Vec::new(),
+            found,
         };
         let mut jobs = Vec::new();
         for (&id, (due, payload)) in &folded.pending {
@@ -187,7 +201,7 @@ where
             folded.apply(Record::Cancel { id: *id });
         }
         let next_id = folded.max_id.saturating_add(1);
-        let log = Arc::new(Log::open(path, folded, sync)?);
+        let log = Arc::new(Log::open(path, folded, sync, lock).map_err(|err| io_at(path, err))?);
         let timer = Timer::builder()
             .clock(clock)
             .executor(RunAndRecord {
@@ -240,8 +254,12 @@ where
     ///
     /// # Errors
     ///
-    /// [`ScheduleError`] with the value: the timer is full or shut down, or
-    /// the journal could not be written ([`ScheduleErrorKind::Journal`]).
+    /// [`ScheduleError`] with the value: the timer is full or shut down;
+    /// the journal could not be written ([`ScheduleErrorKind::Journal`]);
+    /// the value encodes to more than [`MAX_PAYLOAD`] bytes
+    /// ([`ScheduleErrorKind::TooLarge`]); or `delay` takes the due time past
+    /// what the clock can represent, as `Duration::MAX` does
+    /// ([`ScheduleErrorKind::OutOfRange`]). A refused job never runs.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("tickwheel-sched-doc-{}", std::process::id()));
@@ -253,15 +271,17 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn schedule(&self, delay: Duration, value: T) -> Result<DurableHandle, ScheduleError<T>> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (now, wall) = self.timer.clock_now();
-        let due = wall.checked_add(delay).unwrap_or(wall);
-        let deadline = now.checked_add(delay).unwrap_or(now);
-        let record = Record::Schedule {
-            id,
-            due,
-            payload: value.encode(),
+        let (Some(due), Some(deadline)) = (wall.checked_add(delay), now.checked_add(delay)) else {
+            // Never run it now: a job that cannot be given a time is refused.
+            return Err(ScheduleError::new(ScheduleErrorKind::OutOfRange, value));
         };
+        let payload = value.encode();
+        if payload.len() > MAX_PAYLOAD {
+            return Err(ScheduleError::new(ScheduleErrorKind::TooLarge, value));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let record = Record::Schedule { id, due, payload };
         if self.log.append(record).is_err() {
             return Err(ScheduleError::new(ScheduleErrorKind::Journal, value));
         }
@@ -300,7 +320,9 @@ where
     }
 
     /// Moves a pending job to `delay` from now; `false` if it has run, is
-    /// running, or the handle is stale.
+    /// running, or the handle is stale, or if `delay` takes the due time
+    /// past what the clock can represent (`Duration::MAX`): the job then
+    /// keeps the time it had.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("tickwheel-reset-doc-{}", std::process::id()));
@@ -316,7 +338,10 @@ where
             return false;
         }
         let (now, wall) = self.timer.clock_now();
-        let due = wall.checked_add(delay).unwrap_or(wall);
+        let (Some(due), Some(deadline)) = (wall.checked_add(delay), now.checked_add(delay)) else {
+            // Refused: the job keeps the time it had.
+            return false;
+        };
         if self
             .log
             .append(Record::Reset { id: handle.id, due })
@@ -325,8 +350,7 @@ where
             self.log.write_errors.fetch_add(1, Ordering::Relaxed);
             return false;
         }
-        self.timer
-            .reset_at(handle.handle, now.checked_add(delay).unwrap_or(now))
+        self.timer.reset_at(handle.handle, deadline)
     }
 
     /// Jobs pending in the timer.
@@ -357,6 +381,24 @@ where
     /// ```
     pub fn write_errors(&self) -> u64 {
         self.log.write_errors.load(Ordering::Relaxed)
+    }
+
+    /// Compactions that failed while the timer ran (no room for the new
+    /// file, a directory that turned read-only, ...). A failed compaction
+    /// fails nothing else: the call whose record triggered it has its
+    /// record and succeeds, the journal keeps growing, and compaction is
+    /// tried again once the file has grown by half.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-cfail-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
+    /// assert_eq!(jobs.compaction_failures(), 0);
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn compaction_failures(&self) -> u64 {
+        self.log.compaction_failures.load(Ordering::Relaxed)
     }
 }
 
@@ -443,6 +485,8 @@ impl<T: Send + 'static> Drop for DurableTimer<T> {
         if self.log.sync_all().is_err() {
             self.log.write_errors.fetch_add(1, Ordering::Relaxed);
         }
+        // The driver has stopped, so nothing writes any more.
+        self.log.unlock();
     }
 }
 

@@ -1,13 +1,14 @@
 //! The journal's file format: a header, then self-delimiting records, each
 //! checked by a CRC, so that a torn or damaged record is found, skipped
-//! and reported without losing any record before or after it.
+//! and reported without losing any record before or after it, and a
+//! payload can never be read as records.
 //!
 //! | part | bytes | content |
 //! |------|-------|---------|
 //! | header | 8 | `TWJL`, then the format version (`u32`, little endian) |
 //! | record | 4 | the record marker `0xA5 0x7E 0x1D 0xC3` |
 //! | | 4 | length `n` of the body (`u32` LE), at most [`MAX_BODY`] |
-//! | | 4 | CRC-32 (IEEE) of the body |
+//! | | 4 | CRC-32 (IEEE) of the length's 4 bytes and the body |
 //! | | `n` | the body: a kind byte, the job id (`u64` LE), then per kind below |
 //!
 //! | kind | body after the id |
@@ -18,9 +19,19 @@
 //! | 4 done (the job ran) | nothing |
 //! | 5 watermark (ids up to this one are taken; compaction writes it) | nothing |
 //!
+//! **Escaping.** Everything after a marker (length, CRC and body) is
+//! written with every `0xA5` byte followed by a `0x00`, and read back
+//! without it. So the marker's first two bytes, `0xA5 0x7E`, occur in the
+//! file only where a record starts: no payload, however it was built, can
+//! put a marker inside a record.
+//!
 //! Reading stops being trusting at the first record that does not check
 //! out: it scans forward for the next marker whose length and CRC are
-//! valid, and reports the bytes it skipped.
+//! valid, and reports the bytes it skipped. Because a marker cannot be
+//! forged, the scan can only land on a record that was written as one.
+//!
+//! Version 1 files (no escaping, a CRC of the body only) are still read;
+//! `open` rewrites them as version 2 when it compacts.
 
 use alloc::vec::Vec;
 use core::time::Duration;
@@ -28,15 +39,24 @@ use std::time::SystemTime;
 
 /// The file's first four bytes.
 pub(super) const MAGIC: &[u8; 4] = b"TWJL";
-/// The format version this crate writes and reads.
-pub(super) const VERSION: u32 = 1;
+/// The format version this crate writes.
+pub(super) const VERSION: u32 = 2;
+/// The versions this crate reads.
+pub(super) const READS: [u32; 2] = [1, 2];
 /// Starts every record.
 const MARKER: [u8; 4] = [0xA5, 0x7E, 0x1D, 0xC3];
+/// After a marker, this byte is always followed by [`STUFFED`].
+const ESCAPE: u8 = 0xA5;
+const STUFFED: u8 = 0x00;
 /// The largest record body: bounds what a damaged length field can make a
 /// reader allocate.
 pub(super) const MAX_BODY: usize = 16 << 20;
 /// Marker, length and CRC.
 const FRAME: usize = 12;
+/// The largest payload a schedule record can carry: the reader's limit
+/// ([`MAX_BODY`]) less the kind, the id and the due time. The writer
+/// refuses anything larger, so every record written can be read back.
+pub(super) const MAX_PAYLOAD: usize = MAX_BODY - 1 - 8 - TIME;
 
 /// One journal record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,17 +120,70 @@ pub(super) const fn schedule_len(payload: usize) -> u64 {
 const TIME: usize = 12;
 
 fn frame(kind: u8, id: u64, out: &mut Vec<u8>, rest: impl FnOnce(&mut Vec<u8>)) {
-    let start = out.len();
     out.extend_from_slice(&MARKER);
+    let start = out.len();
     out.extend_from_slice(&[0; 8]); // length and CRC, filled in below
     let body = out.len();
     out.push(kind);
     out.extend_from_slice(&id.to_le_bytes());
     rest(out);
-    let len = (out.len() - body) as u32;
-    let crc = crc32(&out[body..]);
-    out[start + 4..start + 8].copy_from_slice(&len.to_le_bytes());
-    out[start + 8..start + 12].copy_from_slice(&crc.to_le_bytes());
+    let len = ((out.len() - body) as u32).to_le_bytes();
+    let crc = crc32_update(crc32_update(!0, &len), &out[body..]);
+    out[start..start + 4].copy_from_slice(&len);
+    out[start + 4..start + 8].copy_from_slice(&(!crc).to_le_bytes());
+    escape(out, start);
+}
+
+/// Escapes `out[from..]` in place: a [`STUFFED`] byte after every
+/// [`ESCAPE`]. Most records have none, and cost one scan.
+fn escape(out: &mut Vec<u8>, from: usize) {
+    let extra = out[from..].iter().filter(|&&b| b == ESCAPE).count();
+    if extra == 0 {
+        return;
+    }
+    let mut read = out.len();
+    out.resize(read + extra, 0);
+    let mut write = out.len();
+    // From the end, so that no byte is overwritten before it is moved.
+    while read > from {
+        read -= 1;
+        let byte = out[read];
+        if byte == ESCAPE {
+            write -= 1;
+            out[write] = STUFFED;
+        }
+        write -= 1;
+        out[write] = byte;
+    }
+}
+
+/// Appends `n` bytes read from `bytes[at..]` to `out`, undoing the
+/// escaping; returns where reading stopped, or `None` if the bytes end
+/// first or an [`ESCAPE`] is not followed by [`STUFFED`].
+fn unescape(bytes: &[u8], mut at: usize, mut n: usize, out: &mut Vec<u8>) -> Option<usize> {
+    while n > 0 {
+        let rest = bytes.get(at..)?;
+        let chunk = rest.get(..n.min(rest.len()))?;
+        if chunk.is_empty() {
+            return None;
+        }
+        match chunk.iter().position(|&b| b == ESCAPE) {
+            None => {
+                out.extend_from_slice(chunk);
+                at += chunk.len();
+                n -= chunk.len();
+            }
+            Some(p) => {
+                out.extend_from_slice(&chunk[..=p]);
+                if *bytes.get(at + p + 1)? != STUFFED {
+                    return None;
+                }
+                at += p + 2;
+                n -= p + 1;
+            }
+        }
+    }
+    Some(at)
 }
 
 fn encode_time(time: SystemTime, out: &mut Vec<u8>) {
@@ -178,7 +251,12 @@ pub struct Damage {
 /// Everything readable in a journal's bytes (after the header), and the
 /// damage skipped. Never fails and never panics: any bytes decode to
 /// some records and some damage.
-pub(super) fn decode_all(bytes: &[u8], base_offset: u64) -> (Vec<Record>, Vec<Damage>) {
+pub(super) fn decode_all(
+    bytes: &[u8],
+    base_offset: u64,
+    version: u32,
+) -> (Vec<Record>, Vec<Damage>) {
+    let frame_at = if version == 1 { frame_at_v1 } else { frame_at };
     let mut records = Vec::new();
     let mut damage: Vec<Damage> = Vec::new();
     let mut at = 0;
@@ -208,6 +286,26 @@ pub(super) fn decode_all(bytes: &[u8], base_offset: u64) -> (Vec<Record>, Vec<Da
 
 /// The record framed at `at`, and where the next one starts.
 fn frame_at(bytes: &[u8], at: usize) -> Option<(Record, usize)> {
+    if bytes.get(at..at + 4)? != MARKER {
+        return None;
+    }
+    let mut head = Vec::with_capacity(8);
+    let at = unescape(bytes, at + 4, 8, &mut head)?;
+    let len = u32::from_le_bytes(head[..4].try_into().ok()?) as usize;
+    if len > MAX_BODY {
+        return None;
+    }
+    let crc = u32::from_le_bytes(head[4..8].try_into().ok()?);
+    let mut body = Vec::new();
+    let next = unescape(bytes, at, len, &mut body)?;
+    if !crc32_update(crc32_update(!0, &head[..4]), &body) != crc {
+        return None;
+    }
+    Some((decode_body(&body)?, next))
+}
+
+/// A version 1 record at `at`: no escaping, the CRC of the body only.
+fn frame_at_v1(bytes: &[u8], at: usize) -> Option<(Record, usize)> {
     let frame = bytes.get(at..at + FRAME)?;
     if frame[..4] != MARKER {
         return None;
@@ -218,20 +316,20 @@ fn frame_at(bytes: &[u8], at: usize) -> Option<(Record, usize)> {
     }
     let crc = u32::from_le_bytes(frame[8..12].try_into().ok()?);
     let body = bytes.get(at + FRAME..at + FRAME + len)?;
-    if crc32(body) != crc {
+    if !crc32_update(!0, body) != crc {
         return None;
     }
     Some((decode_body(body)?, at + FRAME + len))
 }
 
-/// CRC-32 (IEEE 802.3, reflected, as zlib computes it).
-fn crc32(bytes: &[u8]) -> u32 {
+/// CRC-32 (IEEE 802.3, reflected, as zlib computes it), fed in parts:
+/// start from `!0`, and the CRC is the complement of the last state.
+fn crc32_update(mut crc: u32, bytes: &[u8]) -> u32 {
     static TABLE: [u32; 256] = table();
-    let mut crc = !0u32;
     for &byte in bytes {
         crc = TABLE[((crc ^ u32::from(byte)) & 0xFF) as usize] ^ (crc >> 8);
     }
-    !crc
+    crc
 }
 
 const fn table() -> [u32; 256] {
@@ -292,13 +390,16 @@ mod tests {
 
     #[test]
     fn crc_matches_the_standard_check_value() {
-        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(!crc32_update(!0, b"123456789"), 0xCBF4_3926);
     }
 
     #[test]
     fn records_round_trip() {
         let records = sample();
-        assert_eq!(decode_all(&bytes(&records), 0), (records, Vec::new()));
+        assert_eq!(
+            decode_all(&bytes(&records), 0, VERSION),
+            (records, Vec::new())
+        );
     }
 
     #[test]
@@ -306,7 +407,7 @@ mod tests {
         let records = sample();
         let all = bytes(&records);
         for cut in 1..20 {
-            let (got, damage) = decode_all(&all[..all.len() - cut], 8);
+            let (got, damage) = decode_all(&all[..all.len() - cut], 8, VERSION);
             assert_eq!(got, records[..records.len() - 1], "cut {cut}");
             assert_eq!(damage.len(), 1);
             assert!(damage[0].at_end);
@@ -320,7 +421,7 @@ mod tests {
         for at in 0..all.len() {
             let mut bad = all.clone();
             bad[at] ^= 0x40;
-            let (got, damage) = decode_all(&bad, 0);
+            let (got, damage) = decode_all(&bad, 0, VERSION);
             assert!(!damage.is_empty(), "flip at {at} went unnoticed");
             assert!(
                 got.len() >= records.len() - 1,
@@ -331,6 +432,102 @@ mod tests {
                 got.iter().all(|r| records.contains(r)),
                 "flip at {at} invented a record"
             );
+        }
+    }
+
+    /// A version 1 record, as the crate wrote them before escaping.
+    fn v1(record: &Record) -> Vec<u8> {
+        let mut v2 = Vec::new();
+        encode(record, &mut v2);
+        // Undo the escaping to get at the body, then frame it the old way.
+        let mut logical = Vec::new();
+        unescape(
+            &v2,
+            4,
+            v2.len() - 4 - v2[4..].iter().filter(|&&b| b == ESCAPE).count(),
+            &mut logical,
+        )
+        .unwrap();
+        let body = &logical[8..];
+        let mut out = MARKER.to_vec();
+        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(!crc32_update(!0, body)).to_le_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[test]
+    fn version_1_files_still_read() {
+        let records = sample();
+        let old: Vec<u8> = records.iter().flat_map(v1).collect();
+        assert_eq!(decode_all(&old, 8, 1), (records, Vec::new()));
+    }
+
+    #[test]
+    fn escaped_bytes_round_trip() {
+        let payload: Vec<u8> = (0..=255u8)
+            .chain([0xA5, 0x7E, 0x1D, 0xC3, 0xA5, 0xA5, 0x00])
+            .collect();
+        let records = vec![
+            Record::Schedule {
+                id: 0xA5A5_A5A5_A5A5_A5A5,
+                due: SystemTime::UNIX_EPOCH + Duration::new(0xA5A5, 0xA5),
+                payload: payload.clone(),
+            },
+            Record::Cancel { id: 0xA5 },
+        ];
+        let all = bytes(&records);
+        // The marker's first two bytes appear only where records start.
+        let starts = all.windows(2).filter(|w| w == &[0xA5, 0x7E]).count();
+        assert_eq!(starts, records.len());
+        assert_eq!(decode_all(&all, 0, VERSION), (records, Vec::new()));
+    }
+
+    /// Damage in front of a payload made of records (a cancel of job 1 and
+    /// a schedule of job 99, framed exactly as the journal frames them,
+    /// and the same in version 1) must never make them records: before
+    /// escaping, a scan after the damage landed inside the payload.
+    #[test]
+    fn a_payload_built_of_records_is_never_read_as_records() {
+        let victim = Record::Schedule {
+            id: 1,
+            due: SystemTime::UNIX_EPOCH + Duration::from_secs(5),
+            payload: b"order 1".to_vec(),
+        };
+        let forged = [
+            Record::Cancel { id: 1 },
+            Record::Schedule {
+                id: 99,
+                due: SystemTime::UNIX_EPOCH,
+                payload: b"nobody scheduled me".to_vec(),
+            },
+        ];
+        let mut payload = bytes(&forged);
+        payload.extend(forged.iter().flat_map(v1));
+        let carrier = Record::Schedule {
+            id: 2,
+            due: SystemTime::UNIX_EPOCH + Duration::from_secs(9),
+            payload,
+        };
+        let mut all = bytes(core::slice::from_ref(&victim));
+        let carrier_at = all.len();
+        encode(&carrier, &mut all);
+        let tail = Record::Done { id: 3 };
+        encode(&tail, &mut all);
+        // Every byte of the carrier's frame and the first of its body.
+        for at in carrier_at..carrier_at + FRAME + 2 {
+            for flip in [0x01, 0x40, 0xFF] {
+                let mut bad = all.clone();
+                bad[at] ^= flip;
+                let (got, damage) = decode_all(&bad, 0, VERSION);
+                assert!(!damage.is_empty(), "flip {flip:#x} at {at} went unnoticed");
+                assert!(
+                    got.iter().all(|r| *r == victim || *r == tail),
+                    "flip {flip:#x} at {at} read the payload as records: {got:?}"
+                );
+                assert_eq!(got.first(), Some(&victim));
+                assert_eq!(got.last(), Some(&tail));
+            }
         }
     }
 }

@@ -32,6 +32,38 @@ pub struct Recovery<T> {
     /// Jobs whose stored payload did not decode, as `(id, bytes)`; written
     /// off in the journal.
     pub undecodable: Vec<(u64, Vec<u8>)>,
+    /// What was at the path: nothing, an empty file, or a journal.
+    pub found: Found,
+}
+
+/// What [`DurableTimer::open`](super::DurableTimer::open) found at the
+/// journal's path ([`Recovery::found`]). An empty file starts a new
+/// journal like a missing one, but is told apart: a journal that should
+/// hold jobs and is empty is worth a look.
+///
+/// ```
+/// use tickwheel::persist::Found;
+///
+/// fn describe(found: Found) -> &'static str {
+///     match found {
+///         Found::Nothing => "a new journal",
+///         Found::EmptyFile => "an empty file, taken as a new journal",
+///         Found::Journal => "a journal, replayed",
+///         _ => "something newer",
+///     }
+/// }
+/// assert_eq!(describe(Found::Nothing), "a new journal");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Found {
+    /// No file: a new journal was created.
+    Nothing,
+    /// An empty file, as a crash right after creating a journal leaves:
+    /// taken as a new journal.
+    EmptyFile,
+    /// A journal, replayed.
+    Journal,
 }
 
 /// A handle to a durable job: for [`DurableTimer::cancel`](super::DurableTimer::cancel) and

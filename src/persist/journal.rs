@@ -7,6 +7,7 @@
 use alloc::borrow::ToOwned;
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
+use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -16,11 +17,13 @@ use core::time::Duration;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
-use std::thread::{self, JoinHandle};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::thread::{self, JoinHandle, Thread};
 use std::time::{Instant, SystemTime};
 
 use super::format::{self, Damage, Record};
+use super::handle::Found;
+use super::lock::JournalLock;
 use crate::timer::{Executor, Expired, Rejected};
 
 /// When the journal is flushed to stable storage (`fsync`).
@@ -77,6 +80,15 @@ pub enum JournalError {
     Io(io::Error),
     /// The timer could not be started.
     Build(crate::timer::BuildError),
+    /// Another `DurableTimer`, in this process or another, has the journal
+    /// open. Two owners would overwrite each other's records and hand out
+    /// the same ids, so a journal has one owner at a time.
+    Locked {
+        /// The journal.
+        path: PathBuf,
+        /// The owner's process id, where the lock file names it.
+        owner: Option<u32>,
+    },
 }
 
 impl fmt::Display for JournalError {
@@ -87,12 +99,20 @@ impl fmt::Display for JournalError {
             }
             JournalError::Version { path, found } => write!(
                 f,
-                "{} has journal format version {found}, this crate reads {}",
+                "{} has journal format version {found}, this crate reads {:?}",
                 path.display(),
-                format::VERSION
+                format::READS
             ),
             JournalError::Io(err) => write!(f, "journal i/o failed: {err}"),
             JournalError::Build(err) => write!(f, "could not start the timer: {err}"),
+            JournalError::Locked { path, owner } => {
+                write!(f, "{} is open in another DurableTimer", path.display())?;
+                match owner {
+                    Some(pid) if *pid == std::process::id() => f.write_str(" in this process"),
+                    Some(pid) => write!(f, " (process {pid})"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -169,8 +189,14 @@ pub(super) struct Log {
     /// Records that could not be written (disk full, ...) from the
     /// driver thread, where nobody can be told.
     pub(super) write_errors: AtomicU64,
+    /// Compactions that failed at run time (the journal kept growing).
+    pub(super) compaction_failures: AtomicU64,
     pub(super) stop: AtomicBool,
     compact_floor: AtomicU64,
+    /// The journal's one owner is this log until [`unlock`](Self::unlock).
+    lock: Mutex<Option<JournalLock>>,
+    /// The thread that syncs for `SyncPolicy::Every`, once started.
+    flusher: OnceLock<Thread>,
 }
 
 struct Journal {
@@ -182,6 +208,8 @@ struct Journal {
     len: u64,
     /// Appends so far.
     appends: u64,
+    /// After a failed compaction, the size at which to try again.
+    retry_at: u64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -193,7 +221,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Log {
     /// Compacts the journal at `path` to `folded` and opens it for
     /// appending.
-    pub(super) fn open(path: &Path, folded: Folded, sync: SyncPolicy) -> io::Result<Log> {
+    pub(super) fn open(
+        path: &Path,
+        folded: Folded,
+        sync: SyncPolicy,
+        lock: JournalLock,
+    ) -> io::Result<Log> {
         let (file, len) = compact(path, &folded)?;
         Ok(Log {
             state: Mutex::new(Journal {
@@ -202,14 +235,23 @@ impl Log {
                 folded,
                 len,
                 appends: 0,
+                retry_at: 0,
             }),
             sync,
             synced: Mutex::new(0),
             dirty: AtomicBool::new(false),
             write_errors: AtomicU64::new(0),
+            compaction_failures: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             compact_floor: AtomicU64::new(COMPACT_FLOOR),
+            lock: Mutex::new(Some(lock)),
+            flusher: OnceLock::new(),
         })
+    }
+
+    /// Lets another timer open the journal: the owner has stopped writing.
+    pub(super) fn unlock(&self) {
+        drop(lock(&self.lock).take());
     }
 
     /// Appends one record and syncs as the policy says; compacts the file
@@ -230,15 +272,25 @@ impl Log {
             journal.appends += 1;
             journal.folded.apply(record);
             let floor = self.compact_floor.load(Ordering::Relaxed);
-            if journal.len > floor && journal.len > 2 * journal.folded.live_len {
-                self.compact_locked(&mut journal)?;
+            if journal.len > floor.max(journal.retry_at)
+                && journal.len > 2 * journal.folded.live_len
+                && self.compact_locked(&mut journal).is_err()
+            {
+                // The record is written, so this call succeeded; the file
+                // stays as it was. Try again once it has grown by half.
+                self.compaction_failures.fetch_add(1, Ordering::Relaxed);
+                journal.retry_at = journal.len + journal.len / 2;
             }
             journal.appends
         };
         match self.sync {
             SyncPolicy::Always => self.sync_through(appended),
             SyncPolicy::Every(_) => {
-                self.dirty.store(true, Ordering::Release);
+                if !self.dirty.swap(true, Ordering::AcqRel) {
+                    if let Some(flusher) = self.flusher.get() {
+                        flusher.unpark();
+                    }
+                }
                 Ok(())
             }
             SyncPolicy::Never => Ok(()),
@@ -301,32 +353,104 @@ impl Log {
         // needs another fsync.
         journal.file = Arc::new(file);
         journal.len = len;
+        journal.retry_at = 0;
         Ok(())
     }
 }
 
+/// Starts the thread that syncs for [`SyncPolicy::Every`]. It sleeps
+/// until an append makes the journal dirty, then waits out the interval
+/// (so one fsync covers every record of the interval) and syncs: an idle
+/// journal costs no wake-ups, whatever the interval. A zero interval syncs
+/// as soon as the thread runs; one too long for the clock to add (as
+/// `Duration::MAX`) syncs only when the timer is dropped.
 pub(super) fn spawn_flusher(log: Arc<Log>, every: Duration) -> io::Result<JoinHandle<()>> {
-    thread::Builder::new()
+    let thread = thread::Builder::new()
         .name(String::from("tickwheel-journal-sync"))
-        .spawn(move || {
-            let mut next = Instant::now() + every;
-            while !log.stop.load(Ordering::Acquire) {
-                let now = Instant::now();
-                if now < next {
-                    thread::park_timeout(next - now);
-                    continue;
+        .spawn({
+            let log = Arc::clone(&log);
+            move || {
+                while !log.stop.load(Ordering::Acquire) {
+                    if !log.dirty.load(Ordering::Acquire) {
+                        thread::park();
+                        continue;
+                    }
+                    let deadline = Instant::now().checked_add(every);
+                    while !log.stop.load(Ordering::Acquire) {
+                        match deadline.map(|d| d.saturating_duration_since(Instant::now())) {
+                            Some(Duration::ZERO) => break,
+                            Some(left) => thread::park_timeout(left),
+                            None => thread::park(),
+                        }
+                    }
+                    log.sync_if_dirty();
                 }
                 log.sync_if_dirty();
-                next = Instant::now() + every;
             }
-            log.sync_if_dirty();
-        })
+        })?;
+    // Appends wake it on the first record after a sync.
+    let _ = log.flusher.set(thread.thread().clone());
+    Ok(thread)
 }
 
 /// What a journal file holds.
 pub(super) struct Replayed {
     pub(super) folded: Folded,
     pub(super) damage: Vec<Damage>,
+}
+
+/// An I/O error that says which file it was about.
+pub(super) fn io_at(path: &Path, err: io::Error) -> JournalError {
+    JournalError::Io(io::Error::new(
+        err.kind(),
+        format!("{}: {err}", path.display()),
+    ))
+}
+
+/// What is at `path`, judged from its header only: checked before the
+/// lock is taken, so that a foreign file or a directory is refused without
+/// a lock file appearing beside it.
+pub(super) fn inspect(path: &Path) -> Result<Found, JournalError> {
+    if path.as_os_str().is_empty() {
+        return Err(JournalError::Io(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a journal path must not be empty",
+        )));
+    }
+    let meta = match fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Found::Nothing),
+        Err(err) => return Err(io_at(path, err)),
+    };
+    if meta.is_dir() {
+        let err = io::Error::new(io::ErrorKind::InvalidInput, "is a directory");
+        return Err(io_at(path, err));
+    }
+    if meta.len() == 0 {
+        return Ok(Found::EmptyFile);
+    }
+    let mut header = [0u8; 8];
+    let mut file = File::open(path).map_err(|err| io_at(path, err))?;
+    let mut got = 0;
+    while got < header.len() {
+        match file.read(&mut header[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(io_at(path, err)),
+        }
+    }
+    if got < header.len() || &header[..4] != format::MAGIC {
+        return Err(JournalError::NotAJournal(path.to_path_buf()));
+    }
+    let found = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+    if !format::READS.contains(&found) {
+        return Err(JournalError::Version {
+            path: path.to_path_buf(),
+            found,
+        });
+    }
+    Ok(Found::Journal)
 }
 
 /// Reads and folds the journal at `path` (none: empty).
@@ -338,10 +462,11 @@ pub(super) fn replay(path: &Path) -> Result<Replayed, JournalError> {
     let mut bytes = Vec::new();
     match File::open(path) {
         Ok(mut file) => {
-            file.read_to_end(&mut bytes)?;
+            file.read_to_end(&mut bytes)
+                .map_err(|err| io_at(path, err))?;
         }
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(replayed),
-        Err(err) => return Err(err.into()),
+        Err(err) => return Err(io_at(path, err)),
     }
     if bytes.is_empty() {
         return Ok(replayed);
@@ -350,13 +475,13 @@ pub(super) fn replay(path: &Path) -> Result<Replayed, JournalError> {
         return Err(JournalError::NotAJournal(path.to_path_buf()));
     }
     let version = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
-    if version != format::VERSION {
+    if !format::READS.contains(&version) {
         return Err(JournalError::Version {
             path: path.to_path_buf(),
             found: version,
         });
     }
-    let (records, damage) = format::decode_all(&bytes[8..], 8);
+    let (records, damage) = format::decode_all(&bytes[8..], 8, version);
     replayed.damage = damage;
     for record in records {
         replayed.folded.apply(record);
@@ -367,29 +492,89 @@ pub(super) fn replay(path: &Path) -> Result<Replayed, JournalError> {
 /// Writes a new journal holding only the pending jobs of `folded` (and the
 /// id watermark) next to `path`, syncs it and renames it over `path`;
 /// returns it open for appending, with its length.
+///
+/// The new file gets a name of its own (`<path>.compacting-<pid>-<n>`),
+/// created only if nothing has it, so compaction never overwrites a file
+/// it did not create; it is removed if anything fails. It is opened for
+/// appending before the rename, so the handle that comes back is the
+/// renamed file's: no reopen can fail after the journal was replaced.
 fn compact(path: &Path, folded: &Folded) -> io::Result<(File, u64)> {
     let mut bytes = Vec::from(format::header());
     format::encode(&Record::Watermark { id: folded.max_id }, &mut bytes);
     for (&id, (due, payload)) in &folded.pending {
         format::encode_schedule(id, *due, payload, &mut bytes);
     }
-    let mut fresh = path.as_os_str().to_owned();
-    fresh.push(".compacting");
-    let fresh = PathBuf::from(fresh);
-    {
-        let mut file = File::create(&fresh)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
+    let fresh = temp_path(path);
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create_new(true)
+        .open(&fresh)?;
+    let replaced = file
+        .write_all(&bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| fs::rename(&fresh, path));
+    if let Err(err) = replaced {
+        let _ = fs::remove_file(&fresh);
+        return Err(err);
     }
-    fs::rename(&fresh, path)?;
     if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         // The rename itself must survive a crash.
         if let Ok(dir) = File::open(dir) {
             let _ = dir.sync_all();
         }
     }
-    let file = OpenOptions::new().append(true).open(path)?;
     Ok((file, bytes.len() as u64))
+}
+
+/// A compaction file name for `path` that no other compaction uses.
+fn temp_path(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(
+        "{TEMP_INFIX}{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    PathBuf::from(name)
+}
+
+const TEMP_INFIX: &str = ".compacting-";
+
+/// Removes compaction files that a crashed owner of the journal at `path`
+/// left behind. Only the lock's holder calls it, and only names of the
+/// form [`temp_path`] makes are touched.
+pub(super) fn remove_stale_temps(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut prefix = name.to_owned();
+    prefix.push(TEMP_INFIX);
+    let prefix = prefix.to_string_lossy().into_owned();
+    for entry in entries.flatten() {
+        let entry_name = entry.file_name();
+        let entry_name = entry_name.to_string_lossy();
+        let ours = entry_name
+            .strip_prefix(prefix.as_str())
+            .is_some_and(|rest| {
+                rest.split_once('-').is_some_and(|(pid, n)| {
+                    !pid.is_empty()
+                        && !n.is_empty()
+                        && pid.bytes().all(|b| b.is_ascii_digit())
+                        && n.bytes().all(|b| b.is_ascii_digit())
+                })
+            });
+        if ours && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// A job inside the timer: its journal id and value.

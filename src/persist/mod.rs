@@ -48,6 +48,7 @@ mod durable;
 mod format;
 mod handle;
 mod journal;
+mod lock;
 mod payload;
 mod restore;
 
@@ -59,9 +60,19 @@ use crate::timer::{Executor, MissedTicks, Timer};
 
 pub use durable::DurableTimer;
 pub use format::Damage;
-pub use handle::{DurableHandle, Recovery};
+pub use handle::{DurableHandle, Found, Recovery};
 pub use journal::{JournalError, SyncPolicy};
 pub use payload::Payload;
+
+/// The largest encoded value a [`DurableTimer`] journals: 16 MiB less a
+/// record's 21 bytes of kind, id and due time. `schedule` refuses a larger
+/// one with [`ScheduleErrorKind::TooLarge`](crate::timer::ScheduleErrorKind::TooLarge)
+/// and hands it back, so every record written can be read back.
+///
+/// ```
+/// assert_eq!(tickwheel::persist::MAX_PAYLOAD, (16 << 20) - 21);
+/// ```
+pub const MAX_PAYLOAD: usize = format::MAX_PAYLOAD;
 pub use restore::{
     MisfirePolicy, OnMissed, Outcome, Reschedule, RestoreError, RestoreFailure, RestoreReport,
 };

@@ -54,6 +54,12 @@ pub enum ScheduleErrorKind {
     /// A durable timer could not write the job to its journal
     /// ([`DurableTimer`](crate::persist::DurableTimer)).
     Journal,
+    /// The value is too large for a journal record: its encoding is longer
+    /// than [`MAX_PAYLOAD`](crate::persist::MAX_PAYLOAD).
+    TooLarge,
+    /// The delay puts the due time past what the wall clock can represent
+    /// (a durable timer stores due times as wall-clock time).
+    OutOfRange,
 }
 
 impl<T> ScheduleError<T> {
@@ -143,6 +149,8 @@ impl fmt::Display for ScheduleErrorKind {
             ScheduleErrorKind::Shutdown => "timer is shut down",
             ScheduleErrorKind::ZeroPeriod => "period of a repeating timer must not be zero",
             ScheduleErrorKind::Journal => "journal could not be written",
+            ScheduleErrorKind::TooLarge => "value is too large for a journal record",
+            ScheduleErrorKind::OutOfRange => "delay overflows the wall clock",
         })
     }
 }
