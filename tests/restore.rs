@@ -209,6 +209,57 @@ fn jobs_late_within_the_threshold_just_fire() {
     assert!(fired.iter().all(|&(at, _)| at == restart));
 }
 
+/// Today's bug: a 1 ms job down for 60 days (more than 2^32 periods)
+/// made up one run while the report said five, and both Burst and Skip
+/// left the `due + n × period` grid. Also at the far end of `SystemTime`:
+/// a job due three centuries before the epoch.
+#[test]
+fn catching_up_past_two_to_the_32_periods_stays_exact_and_on_the_grid() {
+    let sixty_days = Duration::from_secs(60 * 86_400);
+    let centuries = Duration::from_secs(300 * 365 * 86_400);
+    for (due, down) in [
+        (noon(), sixty_days),
+        (SystemTime::UNIX_EPOCH - centuries, centuries),
+    ] {
+        for (missed, want_now) in [(MissedTicks::Burst, 5), (MissedTicks::Skip, 1)] {
+            let job = PendingJob {
+                due,
+                repeat: Some(Repeat { period: MS, missed }),
+                value: 7,
+            };
+            let snapshot = Snapshot {
+                version: Snapshot::<u32>::VERSION,
+                taken_at: due,
+                jobs: vec![job],
+            };
+            // On a grid point: the run due now is one of the missed.
+            let restart = due + down + MS;
+            let after = node(restart);
+            let report = after
+                .timer
+                .restore(snapshot, &MisfirePolicy::default().max_catch_up(5))
+                .unwrap();
+            let periods = down.as_nanos() / MS.as_nanos();
+            match report.outcomes[..] {
+                [Outcome::CaughtUp {
+                    missed: m, made_up, ..
+                }] => {
+                    assert_eq!(u128::from(m), periods + 2, "{missed:?}");
+                    assert_eq!(made_up, want_now, "{missed:?}");
+                }
+                ref other => panic!("{missed:?}: {other:?}"),
+            }
+            assert!(periods > u128::from(u32::MAX));
+            let at_once = after.run(Duration::ZERO);
+            assert_eq!(at_once.len() as u64, want_now, "{missed:?}: {at_once:?}");
+            // Then the grid: the next run a period after the restart.
+            let next = after.run(MS);
+            assert_eq!(next.len(), 1, "{missed:?}: {next:?}");
+            assert_eq!(next[0].0, restart + MS, "{missed:?}");
+        }
+    }
+}
+
 /// A fixed-rate job that missed 600 runs makes up at most `max_catch_up`
 /// of them (Burst), or one (Skip), and then stays on its grid.
 #[test]

@@ -470,11 +470,14 @@ where
             MissedTicks::Burst => overdue - skipped,
             MissedTicks::Skip | MissedTicks::Delay => overdue.min(1),
         };
-        let first = u32::try_from(skipped)
-            .ok()
-            .and_then(|n| period.checked_mul(n))
-            .and_then(|shift| job.due.checked_add(shift))
-            .unwrap_or(epoch.wall);
+        // The first run to schedule, on the grid `due + n × period`: after
+        // the skipped runs (Burst), or the last one due (Skip and Delay,
+        // which make up one). Never before `due` nor after now.
+        let n = match repeat.missed {
+            MissedTicks::Burst => skipped,
+            MissedTicks::Skip | MissedTicks::Delay => overdue.saturating_sub(1),
+        };
+        let first = on_grid(job.due, period, n).unwrap_or(epoch.wall);
         let is_missed = late.is_some_and(|late| late > policy.threshold);
         let value = job.value.clone();
         let make = move || value.clone();
@@ -493,6 +496,16 @@ where
             Err(err) => Err((err.kind(), job)),
         }
     }
+}
+
+/// `due + n × period`, exact for any `n` (in 128-bit nanoseconds: a 1 ms
+/// job down for 60 days is more than 2^32 periods behind); `None` past
+/// what `SystemTime` holds.
+fn on_grid(due: SystemTime, period: Duration, n: u64) -> Option<SystemTime> {
+    let nanos = period.as_nanos().checked_mul(u128::from(n))?;
+    let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
+    let shift = Duration::new(secs, (nanos % 1_000_000_000) as u32);
+    due.checked_add(shift)
 }
 
 fn job_due<T>(job: &PendingJob<T>) -> SystemTime {
