@@ -1,11 +1,14 @@
-//! Unpaid orders that close themselves, surviving a crash.
+//! Unpaid orders that close themselves, surviving a crash, and payments
+//! that cancel them by order id, before or after a restart.
 //!
-//! Each order gets a durable timeout ([`DurableTimer`], journaled with
-//! fsync on every operation): unless it is paid first, it closes. About 70%
-//! of orders are paid before their timeout (a payment is recorded, then
-//! cancels the timeout; the close handler skips paid orders). Every outcome
-//! goes to a ledger file beside the journal, the way a real service would
-//! write to its database.
+//! Each order gets a durable timeout ([`DurableTimer::schedule_keyed`],
+//! journaled with fsync on every operation, under the key `order <id>`):
+//! unless it is paid first, it closes. About 70% of orders are paid before
+//! their timeout; a payment cancels the timeout by its key
+//! ([`DurableTimer::cancel_key`]) and counts as paid only if the cancel
+//! won (the value came back, so the close will never run). A payment that
+//! comes after the close is refused. Every outcome goes to a ledger file
+//! beside the journal, the way a real service would write to its database.
 //!
 //! ```text
 //! rm -f /tmp/orders.journal*
@@ -14,16 +17,24 @@
 //! ```
 //!
 //! The first run kills itself with SIGKILL after 2 s, mid-stream. The
-//! second replays the journal, restores the pending timeouts (those that
-//! fell due while it was down close at once), creates the remaining
-//! orders, and when all are settled prints the ledger: every order created
-//! is paid or closed, none lost, and how many closed twice (a close whose
-//! run was cut by the kill before its `done` record reached the journal
-//! runs again: delivery is at least once).
+//! second replays the journal and restores the pending timeouts (those that
+//! fell due while it was down close at once); customers of the restored
+//! orders pay too, and their payments cancel the restored timeouts by key.
+//! It then creates the remaining orders, and when all are settled prints
+//! the ledger: every order created is paid or closed, none lost, none both
+//! paid and closed, and how many closed twice (a close whose run was cut
+//! by the kill before its `done` record reached the journal runs again:
+//! delivery is at least once).
+//!
+//! A payment is written to the ledger as `paying` before its cancel and as
+//! `paid` after it won, so a kill between the two is finished by the next
+//! run: a `paying` order whose timeout is no longer in the journal was
+//! cancelled, so it is paid; one still in the journal is paid again by key.
 
 extern crate alloc;
 
 use alloc::sync::Arc;
+use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -92,6 +103,10 @@ struct Tally {
     paid: HashMap<u64, u32>,
     closed: HashMap<u64, u32>,
     created_ids: HashSet<u64>,
+    /// Payments begun (a cancel by key was about to be called).
+    paying: HashSet<u64>,
+    /// Payments refused: the order had closed.
+    refused: u64,
 }
 
 impl Ledger {
@@ -113,6 +128,10 @@ impl Ledger {
                     }
                     "paid" => *tally.paid.entry(id).or_default() += 1,
                     "closed" => *tally.closed.entry(id).or_default() += 1,
+                    "paying" => {
+                        tally.paying.insert(id);
+                    }
+                    "refused" => tally.refused += 1,
                     _ => {}
                 }
             }
@@ -132,6 +151,10 @@ impl Ledger {
     }
 }
 
+fn key(order: u64) -> String {
+    format!("order {order}")
+}
+
 fn main() -> Result<(), Box<dyn core::error::Error>> {
     let options = options()?;
     let mut ledger_path = options.journal.clone().into_os_string();
@@ -142,31 +165,42 @@ fn main() -> Result<(), Box<dyn core::error::Error>> {
     // earlier run may have journaled just before it was killed.
     let run = before.runs + 1;
     ledger.write("run", run);
-    // What a real service reads from its database: the close handler
-    // skips orders already paid (a payment recorded just before a kill may
-    // not have reached the timer).
-    let paid_orders: Arc<Mutex<HashSet<u64>>> =
-        Arc::new(Mutex::new(before.paid.keys().copied().collect()));
     let closer = Arc::clone(&ledger);
-    let is_paid = Arc::clone(&paid_orders);
     let started = Instant::now();
+    // The close handler checks nothing: a paid order's timeout was
+    // cancelled, so it never runs.
     let (orders, recovery) = DurableTimer::open(
         &options.journal,
         SyncPolicy::Always,
         &MisfirePolicy::default(),
-        move |order: u64| {
-            if !is_paid.lock().unwrap().contains(&order) {
-                closer.write("closed", order);
-            }
-        },
+        move |order: u64| closer.write("closed", order),
     )?;
     println!(
-        "journal {}: {} orders already created, {} timeouts restored, {} damaged stretches skipped",
+        "journal {}: {} orders already created, {} timeouts restored ({} by key), {} damaged stretches skipped",
         options.journal.display(),
         before.created,
         recovery.outcomes.len(),
+        recovery.keys.len(),
         recovery.damage.len()
     );
+    // Payments cut by the last kill between `paying` and `paid`: a
+    // timeout no longer in the journal was cancelled by that payment.
+    let restored: HashSet<u64> = recovery
+        .keys
+        .iter()
+        .filter_map(|(key, _)| key.strip_prefix("order ")?.parse().ok())
+        .collect();
+    let mut unfinished = Vec::new();
+    for &order in &before.paying {
+        if before.paid.contains_key(&order) || before.closed.contains_key(&order) {
+            continue;
+        }
+        if restored.contains(&order) {
+            unfinished.push(order); // paid again below, by key
+        } else {
+            ledger.write("paid", order);
+        }
+    }
     if let Some(after) = options.crash_after {
         thread::spawn(move || {
             thread::sleep(after);
@@ -180,41 +214,58 @@ fn main() -> Result<(), Box<dyn core::error::Error>> {
     // Payments arrive on an ordinary (not durable) timer: a customer pays
     // within the timeout, or never.
     let (payments, paid) = Timer::with_channel()?;
-    let payer = {
+    let orders = Arc::new(orders);
+    let by_key_after_restart = Arc::new(AtomicU64::new(0));
+    let payer_thread = {
         let ledger = Arc::clone(&ledger);
-        let orders = Arc::new(orders);
-        let payer_orders = Arc::clone(&orders);
-        let handle = thread::spawn(move || {
-            for (order, handle) in paid {
-                // The payment is recorded first, then the timeout cancelled:
-                // a kill between the two leaves a paid order whose timeout
-                // still fires, and the close handler skips it.
-                paid_orders.lock().unwrap().insert(order);
-                ledger.write("paid", order);
-                let _ = payer_orders.cancel(handle);
+        let orders = Arc::clone(&orders);
+        let after_restart = Arc::clone(&by_key_after_restart);
+        thread::spawn(move || {
+            for order in paid {
+                ledger.write("paying", order);
+                if orders.cancel_key(&key(order)).is_some() {
+                    if order >> 32 < run {
+                        // Scheduled by an earlier process.
+                        after_restart.fetch_add(1, Ordering::Relaxed);
+                    }
+                    ledger.write("paid", order);
+                } else {
+                    // Closed first (or closing): the payment is refused.
+                    ledger.write("refused", order);
+                }
             }
-        });
-        (orders, handle)
+        })
     };
-    let (orders, payer_thread) = payer;
-
-    // Create the orders not created yet, spread over about 3 s.
-    let remaining = options.orders.saturating_sub(before.created);
-    let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    let pace = Duration::from_secs(3).as_nanos() as u64 / options.orders.max(1);
-    for n in 0..remaining {
-        let order = (run << 32) | n;
-        let handle = orders.schedule(options.timeout, order)?;
-        ledger.write("created", order);
+    let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ run;
+    let mut maybe_pay = |order: u64, within: Duration| -> Result<(), Box<dyn core::error::Error>> {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
         if rng % 10 < 7 {
-            let pay_in = options
-                .timeout
-                .mul_f64((rng >> 11) as f64 / (1u64 << 53) as f64 * 0.9);
-            payments.schedule(pay_in, (order, handle))?;
+            let pay_in = within.mul_f64((rng >> 11) as f64 / (1u64 << 53) as f64 * 0.9);
+            payments.schedule(pay_in, order)?;
         }
+        Ok(())
+    };
+    // Customers of the orders restored from the journal pay too: their
+    // payments find the timeouts by key, in a process that never had the
+    // handles.
+    for order in unfinished {
+        payments.schedule(Duration::ZERO, order)?;
+    }
+    // (Soon: the restored timeouts have less than a timeout left.)
+    for &order in &restored {
+        maybe_pay(order, options.timeout / 10)?;
+    }
+
+    // Create the orders not created yet, spread over about 3 s.
+    let remaining = options.orders.saturating_sub(before.created);
+    let pace = Duration::from_secs(3).as_nanos() as u64 / options.orders.max(1);
+    for n in 0..remaining {
+        let order = (run << 32) | n;
+        orders.schedule_keyed(&key(order), options.timeout, order)?;
+        ledger.write("created", order);
+        maybe_pay(order, options.timeout)?;
         let due = started + Duration::from_nanos(pace * n);
         if let Some(wait) = due.checked_duration_since(Instant::now()) {
             thread::sleep(wait);
@@ -250,16 +301,22 @@ fn main() -> Result<(), Box<dyn core::error::Error>> {
         .filter(|id| tally.closed.contains_key(id))
         .count();
     println!(
-        "orders created {} in {} runs, paid {}, closed {}, closed twice {closed_twice}, \
-         paid and closed {paid_and_closed}, closed before the ledger knew them {unledgered}, lost {lost}",
+        "orders created {} in {} runs, paid {}, closed {}, payments refused (closed first) {}, \
+         closed twice {closed_twice}, paid and closed {paid_and_closed}, \
+         closed before the ledger knew them {unledgered}, lost {lost}",
         tally.created,
         tally.runs,
         tally.paid.len(),
         tally.closed.len(),
+        tally.refused,
     );
-    println!("({:.1} s in this run)", started.elapsed().as_secs_f64());
-    if lost > 0 {
-        return Err(format!("{lost} orders lost").into());
+    println!(
+        "({:.1} s in this run; {} timeouts of an earlier run cancelled by key)",
+        started.elapsed().as_secs_f64(),
+        by_key_after_restart.load(Ordering::Relaxed)
+    );
+    if lost > 0 || paid_and_closed > 0 {
+        return Err(format!("{lost} orders lost, {paid_and_closed} paid and closed").into());
     }
     Ok(())
 }

@@ -6,7 +6,7 @@
 //! where users read them. The file side is in `journal.rs`.
 
 use alloc::boxed::Box;
-use alloc::string::ToString;
+use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
@@ -17,12 +17,13 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
-use super::format::{Record, MAX_PAYLOAD};
+use super::format::{Record, MAX_KEY, MAX_PAYLOAD};
 use super::handle::{DurableHandle, Recovery};
 use super::journal::{
     inspect, io_at, remove_stale_temps, replay, spawn_flusher, Job, JournalError, Log,
     RunAndRecord, SyncPolicy,
 };
+use super::keys::Keys;
 use super::lock::JournalLock;
 use super::payload::Payload;
 use super::{MisfirePolicy, Outcome, PendingJob, Snapshot};
@@ -98,6 +99,8 @@ pub struct DurableTimer<T: Send + 'static> {
     log: Arc<Log>,
     next_id: AtomicU64,
     flusher: Option<JoinHandle<()>>,
+    /// Keyed jobs by key.
+    keys: Arc<Keys>,
 }
 
 impl<T> DurableTimer<T>
@@ -184,16 +187,21 @@ where
             damage: replayed.damage,
             undecodable: Vec::new(),
             found,
+            keys: Vec::new(),
         };
         let mut jobs = Vec::new();
-        for (&id, (due, payload)) in &folded.pending {
-            match T::decode(payload) {
+        for (&id, job) in &folded.pending {
+            match T::decode(&job.payload) {
                 Some(value) => jobs.push(PendingJob {
-                    due: *due,
+                    due: job.due,
                     repeat: None,
-                    value: Job { id, value },
+                    value: Job {
+                        id,
+                        key: job.key.as_deref().map(Arc::from),
+                        value,
+                    },
                 }),
-                None => recovery.undecodable.push((id, payload.clone())),
+                None => recovery.undecodable.push((id, job.payload.clone())),
             }
         }
         for (id, _) in &recovery.undecodable {
@@ -202,11 +210,13 @@ where
         }
         let next_id = folded.max_id.saturating_add(1);
         let log = Arc::new(Log::open(path, folded, sync, lock).map_err(|err| io_at(path, err))?);
+        let keys = Arc::new(Keys::default());
         let timer = Timer::builder()
             .clock(clock)
             .executor(RunAndRecord {
                 handler: Box::new(handler),
                 log: Arc::clone(&log),
+                keys: Arc::clone(&keys),
             })
             .build()
             .map_err(JournalError::Build)?;
@@ -219,8 +229,12 @@ where
             log,
             next_id: AtomicU64::new(next_id),
             flusher,
+            keys,
         };
-        let ids: Vec<u64> = jobs.iter().map(|job| job.value.id).collect();
+        let ids: Vec<(u64, Option<Arc<str>>)> = jobs
+            .iter()
+            .map(|job| (job.value.id, job.value.key.clone()))
+            .collect();
         let policy = job_policy(misfire);
         let snapshot = Snapshot {
             version: Snapshot::<Job<T>>::VERSION,
@@ -231,9 +245,23 @@ where
             .timer
             .restore(snapshot, &policy)
             .map_err(|err| JournalError::Io(io::Error::other(err.to_string())))?;
-        for (&id, outcome) in ids.iter().zip(&report.outcomes) {
+        for ((id, key), outcome) in ids.into_iter().zip(&report.outcomes) {
             if matches!(outcome, Outcome::Discarded | Outcome::DeadLettered) {
                 durable.log.append(Record::Cancel { id })?;
+            }
+            if let (Some(key), Some(handle)) = (key, outcome.handle()) {
+                let handle = DurableHandle { handle, id };
+                if durable
+                    .keys
+                    .reserve(&key, |held| durable.timer.is_pending(held.handle))
+                {
+                    durable.keys.hold(&key, handle);
+                    // Restored and fired already (a missed job fires at once).
+                    if !durable.timer.is_pending(handle.handle) {
+                        durable.keys.release(&key, id);
+                    }
+                }
+                recovery.keys.push((String::from(&*key), id));
             }
             recovery.outcomes.push((id, *outcome));
         }
@@ -256,7 +284,7 @@ where
     ///
     /// [`ScheduleError`] with the value: the timer is full or shut down;
     /// the journal could not be written ([`ScheduleErrorKind::Journal`]);
-    /// the value encodes to more than [`MAX_PAYLOAD`] bytes
+    /// the value encodes to more than [`MAX_PAYLOAD`](super::MAX_PAYLOAD) bytes
     /// ([`ScheduleErrorKind::TooLarge`]); or `delay` takes the due time past
     /// what the clock can represent, as `Duration::MAX` does
     /// ([`ScheduleErrorKind::OutOfRange`]). A refused job never runs.
@@ -285,7 +313,14 @@ where
         if self.log.append(record).is_err() {
             return Err(ScheduleError::new(ScheduleErrorKind::Journal, value));
         }
-        match self.timer.schedule_at(deadline, Job { id, value }) {
+        match self.timer.schedule_at(
+            deadline,
+            Job {
+                id,
+                key: None,
+                value,
+            },
+        ) {
             Ok(handle) => Ok(DurableHandle { handle, id }),
             Err(err) => {
                 // Written off, so a restart does not resurrect it.
@@ -316,7 +351,12 @@ where
         if self.log.append(Record::Cancel { id: handle.id }).is_err() {
             self.log.write_errors.fetch_add(1, Ordering::Relaxed);
         }
-        self.timer.cancel(handle.handle).map(|job| job.value)
+        self.timer.cancel(handle.handle).map(|job| {
+            if let Some(key) = &job.key {
+                self.keys.release(key, job.id);
+            }
+            job.value
+        })
     }
 
     /// Moves a pending job to `delay` from now; `false` if it has run, is
@@ -351,6 +391,136 @@ where
             return false;
         }
         self.timer.reset_at(handle.handle, deadline)
+    }
+
+    /// Schedules `value` to run after `delay` under `key`, a name of the
+    /// caller's (an order id) by which [`cancel_key`](Self::cancel_key)
+    /// and [`reset_key`](Self::reset_key) find the job, in this process
+    /// or, after a restart, in the next one that opens the journal. A key
+    /// names at most one pending job; it is free again once its job is
+    /// cancelled or taken to run. Otherwise as [`schedule`](Self::schedule).
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule`](Self::schedule), and
+    /// [`ScheduleErrorKind::KeyExists`] with the value if a pending job
+    /// has `key`; [`ScheduleErrorKind::TooLarge`] if the key is longer
+    /// than [`MAX_KEY`](super::MAX_KEY) bytes or key and value together
+    /// do not fit a record.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-keyed-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// use std::time::Duration;
+    /// use tickwheel::persist::{DurableTimer, MisfirePolicy, SyncPolicy};
+    /// use tickwheel::timer::ScheduleErrorKind;
+    ///
+    /// let path = dir.join("orders.journal");
+    /// let (orders, _) = DurableTimer::open(&path, SyncPolicy::Always, &MisfirePolicy::default(), |_: u64| {})?;
+    /// orders.schedule_keyed("order 1017", Duration::from_secs(900), 1017)?;
+    /// let again = orders.schedule_keyed("order 1017", Duration::from_secs(900), 1017).unwrap_err();
+    /// assert_eq!(again.kind(), ScheduleErrorKind::KeyExists);
+    /// drop(orders);
+    ///
+    /// // After a restart: paid, so the close is cancelled by its key.
+    /// let (orders, recovery) = DurableTimer::open(&path, SyncPolicy::Always, &MisfirePolicy::default(), |_: u64| {})?;
+    /// assert_eq!(recovery.keys[0].0, "order 1017");
+    /// assert_eq!(orders.cancel_key("order 1017"), Some(1017));
+    /// # drop(orders); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule_keyed(
+        &self,
+        key: &str,
+        delay: Duration,
+        value: T,
+    ) -> Result<DurableHandle, ScheduleError<T>> {
+        let (now, wall) = self.timer.clock_now();
+        let (Some(due), Some(deadline)) = (wall.checked_add(delay), now.checked_add(delay)) else {
+            return Err(ScheduleError::new(ScheduleErrorKind::OutOfRange, value));
+        };
+        let payload = value.encode();
+        if key.len() > MAX_KEY || payload.len() + 2 + key.len() > MAX_PAYLOAD {
+            return Err(ScheduleError::new(ScheduleErrorKind::TooLarge, value));
+        }
+        let key: Arc<str> = Arc::from(key);
+        if !self
+            .keys
+            .reserve(&key, |held| self.timer.is_pending(held.handle))
+        {
+            return Err(ScheduleError::new(ScheduleErrorKind::KeyExists, value));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let record = Record::Keyed {
+            id,
+            due,
+            key: String::from(&*key),
+            payload,
+        };
+        if self.log.append(record).is_err() {
+            self.keys.unreserve(&key);
+            return Err(ScheduleError::new(ScheduleErrorKind::Journal, value));
+        }
+        let job = Job {
+            id,
+            key: Some(Arc::clone(&key)),
+            value,
+        };
+        match self.timer.schedule_at(deadline, job) {
+            Ok(handle) => {
+                let handle = DurableHandle { handle, id };
+                self.keys.hold(&key, handle);
+                // It may have fired before it was filed under its key.
+                if !self.timer.is_pending(handle.handle) {
+                    self.keys.release(&key, id);
+                }
+                Ok(handle)
+            }
+            Err(err) => {
+                let _ = self.log.append(Record::Cancel { id });
+                self.keys.unreserve(&key);
+                Err(err.map(|job| job.value))
+            }
+        }
+    }
+
+    /// Cancels the pending job scheduled under `key`: `Some(value)` if it
+    /// will never run, `None` if no pending job has the key (it ran, is
+    /// running, was cancelled, or never was). Works after a restart: the
+    /// key is in the journal.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-cancel-key-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
+    /// jobs.schedule_keyed("order 18", std::time::Duration::from_secs(900), 18)?;
+    /// assert_eq!(jobs.cancel_key("order 18"), Some(18));
+    /// assert_eq!(jobs.cancel_key("order 18"), None);
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cancel_key(&self, key: &str) -> Option<T> {
+        self.cancel(self.keys.get(key)?)
+    }
+
+    /// Moves the pending job scheduled under `key` to `delay` from now;
+    /// `false` if no pending job has the key, or as
+    /// [`reset`](Self::reset) says.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-reset-key-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
+    /// jobs.schedule_keyed("session 7", std::time::Duration::from_secs(60), 7)?;
+    /// assert!(jobs.reset_key("session 7", std::time::Duration::from_secs(120)));
+    /// assert!(!jobs.reset_key("session 8", std::time::Duration::from_secs(120)));
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reset_key(&self, key: &str, delay: Duration) -> bool {
+        self.keys
+            .get(key)
+            .is_some_and(|handle| self.reset(handle, delay))
     }
 
     /// Jobs pending in the timer.

@@ -18,6 +18,7 @@
 //! | 3 reset | due |
 //! | 4 done (the job ran) | nothing |
 //! | 5 watermark (ids up to this one are taken; compaction writes it) | nothing |
+//! | 6 keyed schedule | due, the key's length (`u16` LE) and the key (UTF-8, at most [`MAX_KEY`] bytes), payload |
 //!
 //! **Escaping.** Everything after a marker (length, CRC and body) is
 //! written with every `0xA5` byte followed by a `0x00`, and read back
@@ -33,6 +34,7 @@
 //! Version 1 files (no escaping, a CRC of the body only) are still read;
 //! `open` rewrites them as version 2 when it compacts.
 
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 use std::time::SystemTime;
@@ -53,6 +55,8 @@ const STUFFED: u8 = 0x00;
 pub(super) const MAX_BODY: usize = 16 << 20;
 /// Marker, length and CRC.
 const FRAME: usize = 12;
+/// The longest key of a keyed job, in bytes.
+pub(super) const MAX_KEY: usize = 4096;
 /// The largest payload a schedule record can carry: the reader's limit
 /// ([`MAX_BODY`]) less the kind, the id and the due time. The writer
 /// refuses anything larger, so every record written can be read back.
@@ -64,6 +68,13 @@ pub(super) enum Record {
     Schedule {
         id: u64,
         due: SystemTime,
+        payload: Vec<u8>,
+    },
+    /// A schedule under the user's key (`DurableTimer::schedule_keyed`).
+    Keyed {
+        id: u64,
+        due: SystemTime,
+        key: String,
         payload: Vec<u8>,
     },
     Cancel {
@@ -94,7 +105,13 @@ pub(super) fn header() -> [u8; 8] {
 /// Appends `record`, framed, to `out`.
 pub(super) fn encode(record: &Record, out: &mut Vec<u8>) {
     match record {
-        Record::Schedule { id, due, payload } => encode_schedule(*id, *due, payload, out),
+        Record::Schedule { id, due, payload } => encode_schedule(*id, *due, None, payload, out),
+        Record::Keyed {
+            id,
+            due,
+            key,
+            payload,
+        } => encode_schedule(*id, *due, Some(key), payload, out),
         Record::Cancel { id } => frame(2, *id, out, |_| {}),
         Record::Reset { id, due } => frame(3, *id, out, |out| encode_time(*due, out)),
         Record::Done { id } => frame(4, *id, out, |_| {}),
@@ -102,18 +119,34 @@ pub(super) fn encode(record: &Record, out: &mut Vec<u8>) {
     }
 }
 
-/// Appends a schedule record, framed, to `out` (without building a
-/// [`Record`], so compaction need not copy payloads).
-pub(super) fn encode_schedule(id: u64, due: SystemTime, payload: &[u8], out: &mut Vec<u8>) {
-    frame(1, id, out, |out| {
+/// Appends a schedule record, keyed or not, framed, to `out` (without
+/// building a [`Record`], so compaction need not copy payloads).
+pub(super) fn encode_schedule(
+    id: u64,
+    due: SystemTime,
+    key: Option<&str>,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) {
+    let kind = if key.is_some() { 6 } else { 1 };
+    frame(kind, id, out, |out| {
         encode_time(due, out);
+        if let Some(key) = key {
+            out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+            out.extend_from_slice(key.as_bytes());
+        }
         out.extend_from_slice(payload);
     });
 }
 
-/// The framed size of a schedule record with a payload of `payload` bytes.
-pub(super) const fn schedule_len(payload: usize) -> u64 {
-    (FRAME + 1 + 8 + TIME + payload) as u64
+/// The framed size of a schedule record (before escaping) with a key of
+/// `key` bytes (if keyed) and a payload of `payload` bytes.
+pub(super) const fn schedule_len(key: Option<usize>, payload: usize) -> u64 {
+    let key = match key {
+        Some(len) => 2 + len,
+        None => 0,
+    };
+    (FRAME + 1 + 8 + TIME + key + payload) as u64
 }
 
 /// A due time: `i64` seconds and `u32` nanoseconds.
@@ -226,6 +259,16 @@ fn decode_body(body: &[u8]) -> Option<Record> {
             due: decode_time(rest)?,
             payload: rest.get(12..)?.to_vec(),
         },
+        6 => {
+            let len = u16::from_le_bytes(rest.get(12..14)?.try_into().ok()?) as usize;
+            let key = rest.get(14..14 + len)?;
+            Record::Keyed {
+                id,
+                due: decode_time(rest)?,
+                key: String::from_utf8(key.to_vec()).ok()?,
+                payload: rest.get(14 + len..)?.to_vec(),
+            }
+        }
         2 if rest.is_empty() => Record::Cancel { id },
         3 if rest.len() == 12 => Record::Reset {
             id,
@@ -372,6 +415,12 @@ mod tests {
             Record::Cancel { id: 2 },
             Record::Done { id: 1 },
             Record::Watermark { id: 9 },
+            Record::Keyed {
+                id: 4,
+                due: t,
+                key: String::from("order 1017"),
+                payload: b"close".to_vec(),
+            },
             Record::Schedule {
                 id: 3,
                 due: SystemTime::UNIX_EPOCH - Duration::new(3, 5),

@@ -1,6 +1,7 @@
 //! What [`DurableTimer::open`](super::DurableTimer::open) reports
 //! ([`Recovery`]), and the handle of a durable job ([`DurableHandle`]).
 
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::format::Damage;
@@ -34,6 +35,10 @@ pub struct Recovery<T> {
     pub undecodable: Vec<(u64, Vec<u8>)>,
     /// What was at the path: nothing, an empty file, or a journal.
     pub found: Found,
+    /// Restored keyed jobs, as `(key, id)`
+    /// ([`DurableTimer::schedule_keyed`](super::DurableTimer::schedule_keyed)):
+    /// the keys that [`cancel_key`](super::DurableTimer::cancel_key) finds.
+    pub keys: Vec<(String, u64)>,
 }
 
 /// What [`DurableTimer::open`](super::DurableTimer::open) found at the

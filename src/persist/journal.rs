@@ -23,6 +23,7 @@ use std::time::{Instant, SystemTime};
 
 use super::format::{self, Damage, Record};
 use super::handle::Found;
+use super::keys::Keys;
 use super::lock::JournalLock;
 use crate::timer::{Executor, Expired, Rejected};
 
@@ -139,35 +140,74 @@ impl From<io::Error> for JournalError {
 /// give: compaction writes it out.
 #[derive(Default)]
 pub(super) struct Folded {
-    /// Per id, in schedule order: the due time and the encoded payload.
-    pub(super) pending: BTreeMap<u64, (SystemTime, Vec<u8>)>,
+    /// Per id, in schedule order.
+    pub(super) pending: BTreeMap<u64, Pending>,
     pub(super) max_id: u64,
     /// Bytes the pending jobs take as schedule records.
     live_len: u64,
 }
 
+/// A pending job as the journal holds it.
+pub(super) struct Pending {
+    pub(super) due: SystemTime,
+    /// The user's key, for a keyed job.
+    pub(super) key: Option<String>,
+    /// The encoded value.
+    pub(super) payload: Vec<u8>,
+}
+
+impl Pending {
+    fn len(&self) -> u64 {
+        format::schedule_len(self.key.as_ref().map(String::len), self.payload.len())
+    }
+}
+
 impl Folded {
     pub(super) fn apply(&mut self, record: Record) {
-        match record {
-            Record::Schedule { id, due, payload } => {
-                self.max_id = self.max_id.max(id);
-                self.live_len += format::schedule_len(payload.len());
-                if let Some((_, old)) = self.pending.insert(id, (due, payload)) {
-                    self.live_len -= format::schedule_len(old.len());
-                }
-            }
+        let (id, job) = match record {
+            Record::Schedule { id, due, payload } => (
+                id,
+                Pending {
+                    due,
+                    key: None,
+                    payload,
+                },
+            ),
+            Record::Keyed {
+                id,
+                due,
+                key,
+                payload,
+            } => (
+                id,
+                Pending {
+                    due,
+                    key: Some(key),
+                    payload,
+                },
+            ),
             Record::Reset { id, due } => {
                 if let Some(job) = self.pending.get_mut(&id) {
-                    job.0 = due;
+                    job.due = due;
                 }
+                return;
             }
             Record::Cancel { id } | Record::Done { id } => {
                 self.max_id = self.max_id.max(id);
-                if let Some((_, payload)) = self.pending.remove(&id) {
-                    self.live_len -= format::schedule_len(payload.len());
+                if let Some(job) = self.pending.remove(&id) {
+                    self.live_len -= job.len();
                 }
+                return;
             }
-            Record::Watermark { id } => self.max_id = self.max_id.max(id),
+            Record::Watermark { id } => {
+                self.max_id = self.max_id.max(id);
+                return;
+            }
+        };
+        self.max_id = self.max_id.max(id);
+        self.live_len += job.len();
+        if let Some(old) = self.pending.insert(id, job) {
+            self.live_len -= old.len();
         }
     }
 }
@@ -501,8 +541,8 @@ pub(super) fn replay(path: &Path) -> Result<Replayed, JournalError> {
 fn compact(path: &Path, folded: &Folded) -> io::Result<(File, u64)> {
     let mut bytes = Vec::from(format::header());
     format::encode(&Record::Watermark { id: folded.max_id }, &mut bytes);
-    for (&id, (due, payload)) in &folded.pending {
-        format::encode_schedule(id, *due, payload, &mut bytes);
+    for (&id, job) in &folded.pending {
+        format::encode_schedule(id, job.due, job.key.as_deref(), &job.payload, &mut bytes);
     }
     let fresh = temp_path(path);
     let mut file = OpenOptions::new()
@@ -577,10 +617,12 @@ pub(super) fn remove_stale_temps(path: &Path) {
     }
 }
 
-/// A job inside the timer: its journal id and value.
+/// A job inside the timer: its journal id, its key if it has one, and
+/// its value.
 #[derive(Clone)]
 pub(super) struct Job<T> {
     pub(super) id: u64,
+    pub(super) key: Option<Arc<str>>,
     pub(super) value: T,
 }
 
@@ -588,15 +630,21 @@ pub(super) struct Job<T> {
 pub(super) struct RunAndRecord<T> {
     pub(super) handler: Box<dyn Fn(T) + Send + Sync>,
     pub(super) log: Arc<Log>,
+    pub(super) keys: Arc<Keys>,
 }
 
 impl<T: Send + 'static> Executor<Job<T>> for RunAndRecord<T> {
     fn execute(&self, fired: Expired<Job<T>>) -> Result<(), Rejected<Job<T>>> {
-        let id = fired.value.id;
+        let Job { id, key, value } = fired.value;
+        // Taken to run: no longer pending, so its key is free (a cancel by
+        // key now finds nothing, as a cancel by handle would get `None`).
+        if let Some(key) = key {
+            self.keys.release(&key, id);
+        }
         // A panicking handler propagates to the driver, which counts it;
         // `done` is then not written and the job runs again after a
         // restart (at least once).
-        (self.handler)(fired.value.value);
+        (self.handler)(value);
         if self.log.append(Record::Done { id }).is_err() {
             self.log.write_errors.fetch_add(1, Ordering::Relaxed);
         }

@@ -48,6 +48,7 @@ mod durable;
 mod format;
 mod handle;
 mod journal;
+mod keys;
 mod lock;
 mod payload;
 mod restore;
@@ -73,6 +74,14 @@ pub use payload::Payload;
 /// assert_eq!(tickwheel::persist::MAX_PAYLOAD, (16 << 20) - 21);
 /// ```
 pub const MAX_PAYLOAD: usize = format::MAX_PAYLOAD;
+
+/// The longest key of a keyed job
+/// ([`DurableTimer::schedule_keyed`]), in bytes.
+///
+/// ```
+/// assert_eq!(tickwheel::persist::MAX_KEY, 4096);
+/// ```
+pub const MAX_KEY: usize = format::MAX_KEY;
 pub use restore::{
     MisfirePolicy, OnMissed, Outcome, Reschedule, RestoreError, RestoreFailure, RestoreReport,
 };

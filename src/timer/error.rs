@@ -55,11 +55,16 @@ pub enum ScheduleErrorKind {
     /// ([`DurableTimer`](crate::persist::DurableTimer)).
     Journal,
     /// The value is too large for a journal record: its encoding is longer
-    /// than [`MAX_PAYLOAD`](crate::persist::MAX_PAYLOAD).
+    /// than [`MAX_PAYLOAD`](crate::persist::MAX_PAYLOAD) (less the key and
+    /// two bytes, for a keyed job), or the key is longer than
+    /// [`MAX_KEY`](crate::persist::MAX_KEY).
     TooLarge,
     /// The delay puts the due time past what the wall clock can represent
     /// (a durable timer stores due times as wall-clock time).
     OutOfRange,
+    /// A pending job already has this key
+    /// ([`DurableTimer::schedule_keyed`](crate::persist::DurableTimer::schedule_keyed)).
+    KeyExists,
 }
 
 impl<T> ScheduleError<T> {
@@ -151,6 +156,7 @@ impl fmt::Display for ScheduleErrorKind {
             ScheduleErrorKind::Journal => "journal could not be written",
             ScheduleErrorKind::TooLarge => "value is too large for a journal record",
             ScheduleErrorKind::OutOfRange => "delay overflows the wall clock",
+            ScheduleErrorKind::KeyExists => "a pending job already has this key",
         })
     }
 }
