@@ -7,7 +7,7 @@ extern crate alloc;
 use alloc::sync::Arc;
 use core::time::Duration;
 use std::collections::{HashMap, HashSet};
-use std::io::{BufReader, Write};
+use std::io::BufReader;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -18,6 +18,10 @@ use tickwheel::persist::{DurableTimer, JournalError, MisfirePolicy, OnMissed, Sy
 #[path = "support/scratch.rs"]
 mod scratch;
 use scratch::Scratch;
+
+#[path = "support/journals.rs"]
+mod journals;
+use journals::printer;
 
 type Ran = Arc<Mutex<Vec<u64>>>;
 
@@ -275,17 +279,7 @@ fn crash_child() {
     let Ok(path) = std::env::var("TICKWHEEL_CRASH_JOURNAL") else {
         return;
     };
-    let out = Arc::new(Mutex::new(std::io::stdout()));
-    let print = {
-        let out = Arc::clone(&out);
-        move |line: String| {
-            let mut out = out.lock().unwrap();
-            writeln!(out, "{line}").unwrap();
-            out.flush().unwrap();
-        }
-    };
-    // End the harness's "test crash_child ... " line: ours start afresh.
-    print(String::new());
+    let print = printer();
     let ran = print.clone();
     let (timer, _) = DurableTimer::open(
         &path,

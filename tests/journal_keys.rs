@@ -9,7 +9,7 @@ extern crate alloc;
 use alloc::sync::Arc;
 use core::time::Duration;
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Barrier, Mutex};
@@ -22,25 +22,13 @@ use tickwheel::timer::ScheduleErrorKind;
 mod scratch;
 use scratch::Scratch;
 
-type Ran = Arc<Mutex<Vec<u64>>>;
+#[path = "support/journals.rs"]
+mod journals;
+use journals::{open_recording, printer, wait_for, Ran};
 
 fn open(path: &Path) -> (DurableTimer<u64>, Vec<(String, u64)>, Ran) {
-    let ran: Ran = Arc::default();
-    let sink = Arc::clone(&ran);
-    let (timer, recovery) =
-        DurableTimer::open(path, SyncPolicy::Always, &Default::default(), move |v| {
-            sink.lock().unwrap().push(v)
-        })
-        .unwrap();
+    let (timer, recovery, ran) = open_recording(path).unwrap();
     (timer, recovery.keys, ran)
-}
-
-fn wait_for(ran: &Ran, value: u64) {
-    let give_up = Instant::now() + Duration::from_secs(10);
-    while !ran.lock().unwrap().contains(&value) {
-        assert!(Instant::now() < give_up, "{value} never ran");
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 #[test]
@@ -151,16 +139,7 @@ fn keyed_crash_child() {
     let Ok(path) = std::env::var("TICKWHEEL_KEYED_JOURNAL") else {
         return;
     };
-    let out = Arc::new(Mutex::new(std::io::stdout()));
-    let say = {
-        let out = Arc::clone(&out);
-        move |line: String| {
-            let mut out = out.lock().unwrap();
-            writeln!(out, "{line}").unwrap();
-            out.flush().unwrap();
-        }
-    };
-    say(String::new());
+    let say = printer();
     let runs = say.clone();
     let (timer, _) = DurableTimer::open(
         Path::new(&path),

@@ -14,7 +14,6 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::Instant;
 
 use tickwheel::persist::{DurableTimer, Found, JournalError, SyncPolicy, MAX_PAYLOAD};
 use tickwheel::timer::ScheduleErrorKind;
@@ -23,24 +22,13 @@ use tickwheel::timer::ScheduleErrorKind;
 mod scratch;
 use scratch::Scratch;
 
-type Ran = Arc<Mutex<Vec<u64>>>;
+#[path = "support/journals.rs"]
+mod journals;
+use journals::{open_recording, wait_for, Ran};
 
 fn open(path: &Path) -> Result<(DurableTimer<u64>, usize, Ran), JournalError> {
-    let ran: Ran = Arc::default();
-    let sink = Arc::clone(&ran);
-    let (timer, recovery) =
-        DurableTimer::open(path, SyncPolicy::Always, &Default::default(), move |v| {
-            sink.lock().unwrap().push(v)
-        })?;
+    let (timer, recovery, ran) = open_recording(path)?;
     Ok((timer, recovery.outcomes.len(), ran))
-}
-
-fn wait_for(ran: &Ran, value: u64) {
-    let give_up = Instant::now() + Duration::from_secs(10);
-    while !ran.lock().unwrap().contains(&value) {
-        assert!(Instant::now() < give_up, "{value} never ran");
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 /// Today's bug: the second open succeeded, rewrote the file, and the first

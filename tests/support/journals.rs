@@ -1,0 +1,52 @@
+//! What the journal tests share: a `DurableTimer<u64>` that records what
+//! ran, waiting for a run, and a crash child's line printer.
+// Each test file uses part of it.
+#![allow(dead_code)]
+
+use alloc::sync::Arc;
+use core::time::Duration;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use tickwheel::persist::{DurableTimer, JournalError, Recovery, SyncPolicy};
+
+/// The values that ran, in order.
+pub(crate) type Ran = Arc<Mutex<Vec<u64>>>;
+
+/// Opens `path` with fsync on every record, recording each run.
+pub(crate) fn open_recording(
+    path: &Path,
+) -> Result<(DurableTimer<u64>, Recovery<u64>, Ran), JournalError> {
+    let ran: Ran = Arc::default();
+    let sink = Arc::clone(&ran);
+    let (timer, recovery) =
+        DurableTimer::open(path, SyncPolicy::Always, &Default::default(), move |v| {
+            sink.lock().unwrap().push(v)
+        })?;
+    Ok((timer, recovery, ran))
+}
+
+/// Waits (up to 10 s) until `value` has run.
+pub(crate) fn wait_for(ran: &Ran, value: u64) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !ran.lock().unwrap().contains(&value) {
+        assert!(Instant::now() < give_up, "{value} never ran");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A crash child's printer: whole lines, flushed at once, from any thread
+/// (a line cut by the kill has no newline and is ignored by the parent).
+/// It first ends the test harness's own "test … " line.
+pub(crate) fn printer() -> impl Fn(String) + Clone + Send + Sync + 'static {
+    let out = Arc::new(Mutex::new(std::io::stdout()));
+    let print = move |line: String| {
+        let mut out = out.lock().unwrap();
+        writeln!(out, "{line}").unwrap();
+        out.flush().unwrap();
+    };
+    print(String::new());
+    print
+}
