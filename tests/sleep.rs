@@ -338,3 +338,59 @@ fn an_interval_keeps_its_grid_and_follows_its_missed_ticks() {
     let (_clock, timer) = manual();
     assert!(timer.interval(Duration::ZERO, MissedTicks::Skip).is_err());
 }
+
+/// Today's bug: a sleep created with a past deadline said `is_elapsed()`
+/// true, then, once polled, `Pending` and `is_elapsed()` false until the
+/// driver came round, which broke tokio's `if !sleep.is_elapsed()` select
+/// idiom. An overdue sleep is ready on its first poll, and stays elapsed.
+#[test]
+fn an_overdue_sleep_is_ready_on_its_first_poll_and_stays_elapsed() {
+    let (clock, timer) = manual();
+    clock.advance(Duration::from_secs(1));
+    let (_, waker) = counting();
+    for back in [1, 5, 500] {
+        let mut sleep = Box::pin(timer.sleep_until(clock.now() - Duration::from_millis(back)));
+        assert!(sleep.is_elapsed(), "{back} ms ago");
+        assert_eq!(
+            sleep.as_mut().poll(&mut Context::from_waker(&waker)),
+            Poll::Ready(())
+        );
+        assert!(sleep.is_elapsed(), "{back} ms ago, after a poll");
+    }
+    // Reset into the past: the same.
+    let mut sleep = Box::pin(timer.sleep(Duration::from_secs(60)));
+    assert!(poll(&mut sleep, &waker).is_pending());
+    sleep.as_mut().reset(clock.now() - Duration::from_millis(1));
+    assert_eq!(poll(&mut sleep, &waker), Poll::Ready(()));
+    assert!(sleep.is_elapsed());
+}
+
+/// Today's bug: after `Err(Elapsed)` a `Timeout` kept its future (and
+/// polled it again when polled), so a lock guard inside stayed held.
+#[test]
+fn a_timeout_drops_its_future_when_the_deadline_comes_first() {
+    let (clock, timer) = manual();
+    let (_, waker) = counting();
+    let held = Arc::new(());
+    let polls = Arc::new(AtomicUsize::new(0));
+    let future = {
+        let (held, polls) = (Arc::clone(&held), Arc::clone(&polls));
+        core::future::poll_fn(move |_| {
+            let _still_here = &held;
+            polls.fetch_add(1, Ordering::Relaxed);
+            Poll::<()>::Pending
+        })
+    };
+    let mut timeout = Box::pin(timer.timeout(Duration::from_millis(5), future));
+    assert!(poll(&mut timeout, &waker).is_pending());
+    advance(&clock, &timer, Duration::from_millis(6));
+    assert_eq!(poll(&mut timeout, &waker), Poll::Ready(Err(Elapsed)));
+    assert_eq!(Arc::strong_count(&held), 1, "the future was kept");
+    let polled = polls.load(Ordering::Relaxed);
+    assert_eq!(poll(&mut timeout, &waker), Poll::Ready(Err(Elapsed)));
+    assert_eq!(
+        polls.load(Ordering::Relaxed),
+        polled,
+        "polled after it elapsed"
+    );
+}

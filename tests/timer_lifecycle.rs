@@ -263,3 +263,14 @@ fn a_task_can_drop_the_last_handle_without_deadlock() {
             .unwrap(),
     );
 }
+
+/// Today's bug: a thread name with a NUL byte panicked inside `build`
+/// (std's thread spawn).
+#[test]
+fn a_thread_name_with_a_nul_byte_is_a_build_error() {
+    match Timer::builder().thread_name("order\0timeouts").build() {
+        Err(tickwheel::timer::BuildError::ThreadName(name)) => assert_eq!(name, "order\0timeouts"),
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("built a timer with a NUL in its thread name"),
+    }
+}

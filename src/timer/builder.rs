@@ -167,7 +167,9 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
         self
     }
 
-    /// The driver thread's name. Default `tickwheel-driver`.
+    /// The driver thread's name. Default `tickwheel-driver`. A name with a
+    /// NUL byte makes [`build`](Self::build) fail with
+    /// [`BuildError::ThreadName`].
     ///
     /// ```
     /// let builder = tickwheel::Timer::builder().thread_name("timeouts");
@@ -252,6 +254,9 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// # Ok::<(), tickwheel::timer::BuildError>(())
     /// ```
     pub fn build(self) -> Result<Timer<T, E>, BuildError> {
+        if self.thread_name.contains('\0') {
+            return Err(BuildError::ThreadName(self.thread_name));
+        }
         let time = TimeSource::new(self.clock, self.tick).map_err(BuildError::Tick)?;
         let classes = Classes::new(
             time.slack_ticks(self.slack),

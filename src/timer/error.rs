@@ -1,5 +1,6 @@
 //! Errors of the std layer. Each one that refuses a value hands it back.
 
+use alloc::string::String;
 use core::fmt;
 use core::time::Duration;
 use std::io;
@@ -181,6 +182,9 @@ pub enum BuildError {
     Shards(usize),
     /// A thread (the driver or an executor's worker) could not be spawned.
     Spawn(io::Error),
+    /// The driver thread's name ([`Builder::thread_name`](super::Builder::thread_name))
+    /// holds a NUL byte, which no thread name can; the name is handed back.
+    ThreadName(String),
 }
 
 impl fmt::Display for BuildError {
@@ -194,6 +198,9 @@ impl fmt::Display for BuildError {
             ),
             BuildError::Shards(n) => write!(f, "shards must be between 1 and 1024, got {n}"),
             BuildError::Spawn(err) => write!(f, "could not spawn a timer thread: {err}"),
+            BuildError::ThreadName(name) => {
+                write!(f, "a thread name must not hold a NUL byte, got {name:?}")
+            }
         }
     }
 }

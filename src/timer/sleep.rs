@@ -6,6 +6,10 @@
 //!
 //! A sleep is filed on its first poll, as a timer whose job is the task's
 //! waker, in the wheel of its slack class in the polling thread's shard.
+//! A poll that finds the deadline already past (a sleep created so, reset
+//! into the past, or not fired yet by a late driver) completes at once and
+//! removes the entry, so `is_elapsed`, which says the same, never turns
+//! from true back to false without a reset.
 //! It shares no memory with the driver but that wheel entry, and every
 //! access to the entry is under the shard's lock:
 //!
@@ -144,10 +148,10 @@ impl Sleep {
             return true;
         }
         match self.filed {
-            Some((handle, _)) if self.timer.is_filed(handle) => false,
-            Some((_, at)) if at >= self.deadline => true,
-            // Not filed at its deadline (yet): has that passed?
-            _ => self.timer.tick_at(self.timer.now()) > self.deadline,
+            // Fired at its deadline.
+            Some((handle, at)) if at >= self.deadline && !self.timer.is_filed(handle) => true,
+            // Otherwise: has the deadline passed? (A poll now completes.)
+            _ => self.overdue(),
         }
     }
 
@@ -188,6 +192,11 @@ impl Sleep {
     }
 
     /// Files the sleep's timer; `Ready` if the timer has stopped.
+    /// Whether a whole tick has passed since the deadline (never early).
+    fn overdue(&self) -> bool {
+        self.timer.tick_at(self.timer.now()) > self.deadline
+    }
+
     fn file(&mut self, waker: &Waker) -> Poll<()> {
         match self.timer.file(self.deadline, self.class, waker.clone()) {
             Some(handle) => {
@@ -212,6 +221,15 @@ impl Future for Sleep {
         let this = self.get_mut();
         if this.done {
             return Poll::Ready(());
+        }
+        // Already past (created so, reset into the past, or the driver not
+        // round yet): complete now, as `is_elapsed` already says, rather
+        // than after a round trip through the driver.
+        if this.overdue() {
+            if let Some((handle, at)) = this.filed.take() {
+                this.timer.disarm(handle, at);
+            }
+            return this.complete();
         }
         match this.filed {
             None => this.file(cx.waker()),

@@ -13,7 +13,8 @@ use super::Timer;
 
 /// A future that runs `F` until a deadline: [`Timer::timeout`]. It
 /// completes with `Ok(output)` if `F` completes first, else with
-/// `Err(Elapsed)` (and drops `F`).
+/// `Err(Elapsed)`, and then drops `F` at once, with whatever it holds (a
+/// lock guard, a connection); polled again, it says `Err(Elapsed)` again.
 ///
 /// ```
 /// use std::time::Duration;
@@ -39,7 +40,9 @@ use super::Timer;
 /// ```
 #[derive(Debug)]
 pub struct Timeout<F> {
-    future: F,
+    /// `None` once the deadline came first: dropped then, with whatever
+    /// it held (a lock guard, a connection).
+    future: Option<F>,
     sleep: Sleep,
 }
 
@@ -59,7 +62,8 @@ impl<F> Timeout<F> {
         &mut self.sleep
     }
 
-    /// The future it runs, back, unfinished.
+    /// The future it runs, back, unfinished; `None` once the deadline
+    /// came first (the future was dropped then).
     ///
     /// ```
     /// use std::time::Duration;
@@ -67,10 +71,10 @@ impl<F> Timeout<F> {
     /// let timer = tickwheel::Timer::new()?;
     /// let read = timer.timeout(Duration::from_secs(30), std::future::ready(3));
     /// let ready = read.into_inner();
-    /// # let _ = ready;
+    /// assert!(ready.is_some());
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
-    pub fn into_inner(self) -> F {
+    pub fn into_inner(self) -> Option<F> {
         self.future
     }
 }
@@ -80,18 +84,27 @@ impl<F: Future> Future for Timeout<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: structural pinning of `future`: `Timeout` never moves it
-        // out while pinned (`into_inner` takes an unpinned `self`), has no
-        // `Drop` of its own, and is `Unpin` only if `F` is; `sleep` is
-        // `Unpin` and is not pinned.
-        let (future, sleep) = unsafe {
+        // out while pinned (`into_inner` takes an unpinned `self`; the only
+        // change in place is `Pin::set(None)`, which drops it where it
+        // is), has no `Drop` of its own, and is `Unpin` only if `F` is;
+        // `sleep` is `Unpin` and is not pinned.
+        let (mut future, sleep) = unsafe {
             let this = self.get_unchecked_mut();
             (Pin::new_unchecked(&mut this.future), &mut this.sleep)
         };
-        if let Poll::Ready(output) = future.poll(cx) {
+        let Some(running) = future.as_mut().as_pin_mut() else {
+            // Polled again after the deadline: the future is gone.
+            return Poll::Ready(Err(Elapsed));
+        };
+        if let Poll::Ready(output) = running.poll(cx) {
             return Poll::Ready(Ok(output));
         }
         match Pin::new(sleep).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed)),
+            Poll::Ready(()) => {
+                // Dropped in place, as pinning allows.
+                future.set(None);
+                Poll::Ready(Err(Elapsed))
+            }
             Poll::Pending => Poll::Pending,
         }
     }
@@ -128,7 +141,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// ```
     pub fn timeout<F: Future>(&self, duration: Duration, future: F) -> Timeout<F> {
         Timeout {
-            future,
+            future: Some(future),
             sleep: self.sleep(duration),
         }
     }
