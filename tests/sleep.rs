@@ -318,7 +318,7 @@ fn an_interval_keeps_its_grid_and_follows_its_missed_ticks() {
         let (_, waker) = counting();
         let due = |ticks: &mut tickwheel::timer::Interval| {
             let mut seen = Vec::new();
-            while let Poll::Ready(at) = ticks.poll_tick(&mut Context::from_waker(&waker)) {
+            while let Poll::Ready(Some(at)) = ticks.poll_tick(&mut Context::from_waker(&waker)) {
                 seen.push(((at - start).as_millis()) as u64);
                 assert!(seen.len() < 10, "{missed:?}: ticks without end");
             }
@@ -393,4 +393,29 @@ fn a_timeout_drops_its_future_when_the_deadline_comes_first() {
         polled,
         "polled after it elapsed"
     );
+}
+
+/// Today's bug: after `shutdown`, 1,000 ticks of a 1 s interval returned
+/// at once with instants up to 1,000 s ahead. The interval ends instead.
+#[test]
+fn an_interval_on_a_stopped_timer_ends_and_never_answers_the_future() {
+    let (clock, timer) = manual();
+    let mut ticks = timer
+        .interval(Duration::from_secs(1), tickwheel::timer::MissedTicks::Skip)
+        .unwrap();
+    let (_, waker) = counting();
+    let mut cx = Context::from_waker(&waker);
+    assert!(ticks.poll_tick(&mut cx).is_pending());
+    advance(&clock, &timer, Duration::from_secs(1));
+    let first = ticks.poll_tick(&mut cx);
+    assert!(
+        matches!(first, Poll::Ready(Some(at)) if at <= clock.now()),
+        "{first:?}"
+    );
+    timer.shutdown();
+    for _ in 0..1_000 {
+        assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(None));
+    }
+    use futures_core::Stream;
+    assert_eq!(Pin::new(&mut ticks).poll_next(&mut cx), Poll::Ready(None));
 }

@@ -20,6 +20,11 @@ use crate::Tick;
 /// `futures_core::Stream` of the instants each tick was due, and reuses one
 /// sleep for every tick.
 ///
+/// When the timer stops (shut down, or its last handle dropped) the
+/// interval ends: [`tick`](Self::tick) answers `None` and the stream ends,
+/// at once and on every later call. It never answers an instant that has
+/// not come.
+///
 /// ```
 /// use std::time::Duration;
 /// use tickwheel::timer::MissedTicks;
@@ -37,9 +42,11 @@ use crate::Tick;
 /// # }
 /// let timer = tickwheel::Timer::new()?;
 /// let mut heartbeat = timer.interval(Duration::from_millis(1), MissedTicks::Burst)?;
-/// let first = block_on(heartbeat.tick());
-/// let second = block_on(heartbeat.tick());
+/// let first = block_on(heartbeat.tick()).unwrap();
+/// let second = block_on(heartbeat.tick()).unwrap();
 /// assert_eq!(second - first, Duration::from_millis(1)); // on its grid, however late
+/// timer.shutdown();
+/// assert_eq!(block_on(heartbeat.tick()), None); // the timer is gone
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
 #[derive(Debug)]
@@ -53,7 +60,8 @@ pub struct Interval {
 }
 
 impl Interval {
-    /// Waits for the next tick; returns the instant it was due.
+    /// Waits for the next tick; returns the instant it was due, or `None`
+    /// once the timer has stopped (then at once, every time).
     ///
     /// ```
     /// use std::time::Duration;
@@ -65,11 +73,12 @@ impl Interval {
     /// # drop(next_tick);
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
-    pub fn tick(&mut self) -> impl Future<Output = Instant> + '_ {
+    pub fn tick(&mut self) -> impl Future<Output = Option<Instant>> + '_ {
         core::future::poll_fn(move |cx| self.poll_tick(cx))
     }
 
-    /// Polls for the next tick: the instant it was due, once it is.
+    /// Polls for the next tick: the instant it was due, once it is;
+    /// `None` once the timer has stopped.
     ///
     /// ```
     /// use std::task::{Context, Waker};
@@ -81,9 +90,13 @@ impl Interval {
     /// assert!(hourly.poll_tick(&mut Context::from_waker(Waker::noop())).is_pending());
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
-    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
         if Pin::new(&mut self.sleep).poll(cx).is_pending() {
             return Poll::Pending;
+        }
+        // A stopped timer completes every sleep at once: that is no tick.
+        if self.sleep.timer.is_stopped() {
+            return Poll::Ready(None);
         }
         let due = self.sleep.deadline;
         let timer = &self.sleep.timer;
@@ -105,7 +118,7 @@ impl Interval {
         let due_at = self.sleep.timer.instant_of(due);
         let next_at = self.sleep.timer.instant_of(next);
         self.sleep.reset(next_at);
-        Poll::Ready(due_at)
+        Poll::Ready(Some(due_at))
     }
 
     /// The period, rounded up to whole ticks of the timer.
@@ -128,7 +141,7 @@ impl futures_core::Stream for Interval {
     type Item = Instant;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
-        self.get_mut().poll_tick(cx).map(Some)
+        self.get_mut().poll_tick(cx)
     }
 }
 
