@@ -419,3 +419,41 @@ fn an_interval_on_a_stopped_timer_ends_and_never_answers_the_future() {
     use futures_core::Stream;
     assert_eq!(Pin::new(&mut ticks).poll_next(&mut cx), Poll::Ready(None));
 }
+
+/// Today's bug: a `MissedTicks::Delay` interval drifted although its task
+/// never missed a tick (2 ms steps became 3.05 ms): every wake-up later
+/// than the slack made the tick look missed. A tick the task was waiting
+/// for is on the grid, however late the wake-up; one it was not waiting
+/// for (the task was busy past it) restarts the schedule from then.
+#[test]
+fn an_awaited_delay_interval_stays_on_its_grid() {
+    let (clock, timer) = manual(); // zero slack: any lateness counted
+    let start = clock.now();
+    let mut ticks = timer
+        .interval(2 * MS, tickwheel::timer::MissedTicks::Delay)
+        .unwrap();
+    let (_, waker) = counting();
+    let mut cx = Context::from_waker(&waker);
+    let late = Duration::from_micros(50);
+    let mut got = Vec::new();
+    for _ in 0..10 {
+        assert!(ticks.poll_tick(&mut cx).is_pending(), "the task waits");
+        advance(&clock, &timer, 2 * MS + late);
+        match ticks.poll_tick(&mut cx) {
+            Poll::Ready(Some(at)) => got.push(at - start),
+            other => panic!("{other:?}"),
+        }
+    }
+    let grid: Vec<Duration> = (1..=10).map(|k| k * 2 * MS).collect();
+    assert_eq!(got, grid);
+    // Busy past a tick, not waiting for it: `Delay` restarts from now.
+    advance(&clock, &timer, 5 * MS);
+    let now = clock.now() - start;
+    assert!(matches!(ticks.poll_tick(&mut cx), Poll::Ready(Some(_))));
+    assert!(ticks.poll_tick(&mut cx).is_pending());
+    advance(&clock, &timer, 2 * MS);
+    match ticks.poll_tick(&mut cx) {
+        Poll::Ready(Some(at)) => assert_eq!(at - start, now + 2 * MS),
+        other => panic!("{other:?}"),
+    }
+}

@@ -57,6 +57,10 @@ pub struct Interval {
     /// The first point of the grid (`Skip` keeps to it).
     start: Tick,
     missed: MissedTicks,
+    /// The task polled for the coming tick before it was due: that tick
+    /// is not missed, however late the wake-up (unless the next one has
+    /// passed too).
+    waiting: bool,
 }
 
 impl Interval {
@@ -92,12 +96,14 @@ impl Interval {
     /// ```
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
         if Pin::new(&mut self.sleep).poll(cx).is_pending() {
+            self.waiting = true;
             return Poll::Pending;
         }
         // A stopped timer completes every sleep at once: that is no tick.
         if self.sleep.timer.is_stopped() {
             return Poll::Ready(None);
         }
+        let awaited = core::mem::take(&mut self.waiting);
         let due = self.sleep.deadline;
         let timer = &self.sleep.timer;
         let now = timer.tick_at(timer.now());
@@ -105,6 +111,13 @@ impl Interval {
         // so the slack of one tick never shifts or skips the next.
         let missed_before = now.saturating_sub(timer.slack(self.sleep.class));
         let next = match self.missed {
+            // A tick the task was waiting for is not missed: a late
+            // wake-up (the driver's, within or past the slack) must not
+            // move the schedule, or `Delay` drifts by it every period. Only
+            // if the next point has passed too were ticks missed.
+            _ if awaited && due.saturating_add(self.period) > missed_before => {
+                due.saturating_add(self.period)
+            }
             MissedTicks::Burst => due.saturating_add(self.period),
             MissedTicks::Delay if missed_before > due => now.saturating_add(self.period),
             MissedTicks::Delay => due.saturating_add(self.period),
@@ -182,6 +195,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
             sleep,
             period: period_ticks,
             missed,
+            waiting: false,
         })
     }
 }
