@@ -98,6 +98,14 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// and lets timers with little slack fire on time. A coarser tick
     /// suits a timer whose deadlines are all far and loose.
     ///
+    /// A coarse tick adds to the slack, it does not replace it: a deadline
+    /// first rounds up to the tick, then the timer may fire up to the
+    /// slack after that. With `tick(1 ms)` and the default 1 ms slack a
+    /// timer may fire up to 2 ms after the deadline asked for, where a
+    /// 1 ms tick alone (before slack existed) meant up to 1 ms. With a
+    /// coarse tick, set [`slack`](Self::slack) to what you can accept on
+    /// top of it, `Duration::ZERO` included.
+    ///
     /// ```
     /// # use std::time::Duration;
     /// let builder = tickwheel::Timer::builder().tick(Duration::from_micros(250));
@@ -113,7 +121,8 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// that the driver can fire many with one wake-up. Each timer fires
     /// inside `[deadline, deadline + slack]` unless the driver is starved;
     /// [`Timer::with_slack`] gives a handle with another slack. Default
-    /// [`DEFAULT_SLACK`], 1 ms; rounded down to whole ticks.
+    /// [`DEFAULT_SLACK`], 1 ms; rounded down to whole ticks, so a slack
+    /// below one tick is zero (no error: the window only narrows).
     ///
     /// ```
     /// # use std::time::Duration;

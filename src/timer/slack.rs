@@ -157,10 +157,13 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// its slack across [`reset`](Self::reset)s; the slack of a fixed-rate
     /// timer's run never moves the next run, which stays on its grid.
     ///
-    /// Slack is counted in whole ticks, rounded down. Timers with the same
-    /// slack form a class; a timer keeps at most 16 classes, and past that
-    /// a new slack shares the class of the largest slack below it (a
-    /// narrower window, never a wider one). Clones of the returned handle
+    /// Slack is counted in whole ticks, rounded down: a slack below one
+    /// tick is zero. Timers with the same slack form a class; a timer keeps
+    /// at most 16 classes, shared by all its handles and never freed, and
+    /// past that a new slack shares the class of the largest slack below
+    /// it (a narrower window, never a wider one): check
+    /// [`slack`](Self::slack) on the returned handle when slacks are
+    /// computed per timer. Clones of the returned handle
     /// keep its slack. Every handle reaches the same timers: cancel, reset
     /// and stop through any of them. [`Stats::in_window`] and
     /// [`Stats::overshoot`] report how runs kept to their windows.
