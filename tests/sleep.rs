@@ -457,3 +457,61 @@ fn an_awaited_delay_interval_stays_on_its_grid() {
         other => panic!("{other:?}"),
     }
 }
+
+/// What users porting from `tokio::time` reach for: `interval_at` (first
+/// tick at its start), `Interval::reset_at`/`reset_after`/`reset` (the
+/// grid moves), the missed-tick behaviour getter and setter, and
+/// `timeout_at`.
+#[test]
+fn tokio_style_interval_and_timeout_calls() {
+    use tickwheel::timer::MissedTicks;
+    let (clock, timer) = manual();
+    let start = clock.now();
+    let (_, waker) = counting();
+    let mut cx = Context::from_waker(&waker);
+    let at = |p: Poll<Option<Instant>>| match p {
+        Poll::Ready(Some(at)) => at - start,
+        other => panic!("{other:?}"),
+    };
+
+    // First tick at the start, then every period.
+    let mut ticks = timer
+        .interval_at(start + 3 * MS, 10 * MS, MissedTicks::Skip)
+        .unwrap();
+    assert!(ticks.poll_tick(&mut cx).is_pending());
+    advance(&clock, &timer, 3 * MS);
+    assert_eq!(at(ticks.poll_tick(&mut cx)), 3 * MS);
+    assert!(ticks.poll_tick(&mut cx).is_pending());
+    advance(&clock, &timer, 10 * MS);
+    assert_eq!(at(ticks.poll_tick(&mut cx)), 13 * MS);
+    // A start in the past ticks at once.
+    let mut now_and_then = timer
+        .interval_at(start, 10 * MS, MissedTicks::Skip)
+        .unwrap();
+    assert_eq!(at(now_and_then.poll_tick(&mut cx)), Duration::ZERO);
+
+    // reset_after / reset_at / reset move the grid (now 13 ms).
+    ticks.reset_after(5 * MS);
+    assert!(ticks.poll_tick(&mut cx).is_pending());
+    advance(&clock, &timer, 5 * MS);
+    assert_eq!(at(ticks.poll_tick(&mut cx)), 18 * MS);
+    assert!(ticks.poll_tick(&mut cx).is_pending());
+    ticks.reset_at(start + 21 * MS);
+    advance(&clock, &timer, 3 * MS);
+    assert_eq!(at(ticks.poll_tick(&mut cx)), 21 * MS);
+    ticks.reset(); // a period from now (21 ms)
+    advance(&clock, &timer, 9 * MS);
+    assert!(ticks.poll_tick(&mut cx).is_pending());
+    advance(&clock, &timer, MS);
+    assert_eq!(at(ticks.poll_tick(&mut cx)), 31 * MS);
+
+    assert_eq!(ticks.missed_tick_behavior(), MissedTicks::Skip);
+    ticks.set_missed_tick_behavior(MissedTicks::Burst);
+    assert_eq!(ticks.missed_tick_behavior(), MissedTicks::Burst);
+
+    // timeout_at: the deadline is an instant.
+    let mut late = Box::pin(timer.timeout_at(clock.now() + 2 * MS, core::future::pending::<()>()));
+    assert!(poll(&mut late, &waker).is_pending());
+    advance(&clock, &timer, 2 * MS);
+    assert_eq!(poll(&mut late, &waker), Poll::Ready(Err(Elapsed)));
+}

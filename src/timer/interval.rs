@@ -150,6 +150,102 @@ impl Interval {
     }
 }
 
+impl Interval {
+    fn new(sleep: Sleep, period: Tick, missed: MissedTicks) -> Interval {
+        Interval {
+            start: sleep.deadline,
+            sleep,
+            period,
+            missed,
+            waiting: false,
+        }
+    }
+}
+
+impl Interval {
+    /// Moves the schedule: the next tick at `deadline`, and the grid
+    /// (`first + n × period`) from there.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let mut beat = timer.interval(Duration::from_secs(1), MissedTicks::Skip)?;
+    /// beat.reset_at(Instant::now() + Duration::from_millis(10));
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn reset_at(&mut self, deadline: Instant) {
+        self.sleep.reset(deadline);
+        self.start = self.sleep.deadline;
+        self.waiting = false;
+    }
+
+    /// Moves the schedule: the next tick `after` from now, and the grid
+    /// from there.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let mut beat = timer.interval(Duration::from_secs(1), MissedTicks::Skip)?;
+    /// beat.reset_after(Duration::from_millis(10));
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn reset_after(&mut self, after: Duration) {
+        let now = self.sleep.timer.now();
+        self.reset_at(now.checked_add(after).unwrap_or(now));
+    }
+
+    /// Moves the schedule: the next tick a period from now (tokio's
+    /// `Interval::reset`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let mut beat = timer.interval(Duration::from_secs(1), MissedTicks::Skip)?;
+    /// beat.reset(); // activity: the next beat a full second from now
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn reset(&mut self) {
+        self.reset_after(self.period());
+    }
+
+    /// What happens when ticks were missed.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let beat = timer.interval(Duration::from_secs(1), MissedTicks::Skip)?;
+    /// assert_eq!(beat.missed_tick_behavior(), MissedTicks::Skip);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn missed_tick_behavior(&self) -> MissedTicks {
+        self.missed
+    }
+
+    /// Changes what happens when ticks are missed, from the next tick on.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let mut beat = timer.interval(Duration::from_secs(1), MissedTicks::Skip)?;
+    /// beat.set_missed_tick_behavior(MissedTicks::Delay);
+    /// assert_eq!(beat.missed_tick_behavior(), MissedTicks::Delay);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn set_missed_tick_behavior(&mut self, missed: MissedTicks) {
+        self.missed = missed;
+    }
+}
+
 impl futures_core::Stream for Interval {
     type Item = Instant;
 
@@ -187,16 +283,43 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         if period.is_zero() {
             return Err(ScheduleError::new(ScheduleErrorKind::ZeroPeriod, ()));
         }
-        let time = &self.owner.shared.time;
-        let period_ticks = time.ticks_in(period);
-        let sleep = self.sleep(period);
-        Ok(Interval {
-            start: sleep.deadline,
-            sleep,
-            period: period_ticks,
+        Ok(Interval::new(
+            self.sleep(period),
+            self.owner.shared.time.ticks_in(period),
             missed,
-            waiting: false,
-        })
+        ))
+    }
+
+    /// Ticks every `period` from `start`: the first tick at `start` (at
+    /// once if it has passed), then on the grid `start + n × period`. As
+    /// [`interval`](Self::interval) otherwise (which starts a period from
+    /// now). Feature `async`.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleErrorKind::ZeroPeriod`](super::ScheduleErrorKind::ZeroPeriod)
+    /// for a zero `period`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use tickwheel::timer::MissedTicks;
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let now_and_every_second = timer.interval_at(Instant::now(), Duration::from_secs(1), MissedTicks::Skip)?;
+    /// # drop(now_and_every_second);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn interval_at(
+        &self,
+        start: Instant,
+        period: Duration,
+        missed: MissedTicks,
+    ) -> Result<Interval, ScheduleError<()>> {
+        if period.is_zero() {
+            return Err(ScheduleError::new(ScheduleErrorKind::ZeroPeriod, ()));
+        }
+        let period_ticks = self.owner.shared.time.ticks_in(period);
+        Ok(Interval::new(self.sleep_until(start), period_ticks, missed))
     }
 }
 

@@ -6,6 +6,7 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
+use std::time::Instant;
 
 use super::executor::Executor;
 use super::sleep::Sleep;
@@ -143,6 +144,25 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         Timeout {
             future: Some(future),
             sleep: self.sleep(duration),
+        }
+    }
+
+    /// Runs `future` until `deadline`, an instant of this timer's clock:
+    /// `Ok(output)`, or `Err(Elapsed)` once the deadline passes first.
+    /// Feature `async`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let timer = tickwheel::Timer::new()?;
+    /// let by_noon = timer.timeout_at(Instant::now() + Duration::from_secs(5), std::future::ready(1));
+    /// # drop(by_noon);
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn timeout_at<F: Future>(&self, deadline: Instant, future: F) -> Timeout<F> {
+        Timeout {
+            future: Some(future),
+            sleep: self.sleep_until(deadline),
         }
     }
 }
