@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
-use tickwheel::timer::{Expired, ManualClock, MissedTicks};
+use tickwheel::timer::{Clock, Expired, ManualClock, MissedTicks};
 use tickwheel::Timer;
 
 #[allow(dead_code)]
@@ -366,4 +366,39 @@ fn a_slow_task_on_the_pool_does_not_delay_other_timers() {
         done_rx.recv_timeout(Duration::from_secs(10)).unwrap(),
         "slow"
     );
+}
+
+/// Today's bug: a late pass delivered shard by shard, so sixteen zero-slack
+/// timers of sixteen threads, all found due by one wake-up, came out as
+/// `[8, 16, 7, 15, …]`. A zero-slack channel timer delivers them in
+/// deadline order.
+#[test]
+fn a_late_pass_delivers_every_shard_in_deadline_order() {
+    for round in 0..20u64 {
+        let clock = ManualClock::new();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let timer = Timer::builder()
+            .clock(clock.clone())
+            .slack(Duration::ZERO)
+            .shards(16)
+            .executor(tx)
+            .build()
+            .unwrap();
+        let start = clock.now();
+        std::thread::scope(|s| {
+            for k in 1..=16u64 {
+                let timer = &timer;
+                // Deadlines interleave across threads (so across shards).
+                let at = start + Duration::from_micros(((k * 7 + round) % 16 + 1) * 100);
+                s.spawn(move || timer.schedule_at(at, at).unwrap());
+            }
+        });
+        // The driver was late: everything is due at once.
+        advance(&clock, &timer, 10 * MS);
+        let got: Vec<Instant> = rx.try_iter().collect();
+        assert_eq!(got.len(), 16, "round {round}");
+        let mut sorted = got.clone();
+        sorted.sort();
+        assert_eq!(got, sorted, "round {round}: not in deadline order");
+    }
 }

@@ -373,7 +373,9 @@ impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
     /// `RDelayedQueue` use), each within [`DEFAULT_SLACK`] of it, in the
     /// order they fire: deadline order, except that values due less than
     /// the slack apart may swap. Build with `.slack(Duration::ZERO)` and
-    /// [`Builder::executor`] with a channel for strict deadline order. The
+    /// [`Builder::executor`] with a channel for strict deadline order
+    /// (across shards too: a late wake-up that finds timers of several
+    /// shards due merges them, up to 256 a shard per round). The
     /// value type is inferred from what you schedule or receive.
     ///
     /// # Errors

@@ -143,6 +143,12 @@ fn precise_sleeps() {}
 /// next pass starts with the least slack. A precise timer thus waits
 /// behind at most one batch of loose ones, not behind every loose timer a
 /// late wake-up found due.
+///
+/// The zero-slack class is collected from every shard (up to [`BATCH`]
+/// each) before any is delivered, and delivered in deadline order: a late
+/// pass that finds timers of several shards due hands them over as one
+/// deadline-ordered batch, not shard by shard (`Timer::with_channel`'s
+/// strict order with zero slack).
 fn fire_due<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
     batch: &mut Vec<Fire<T>>,
@@ -151,9 +157,13 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
     let (now, now_up) = shared.time.now_tick();
     let mut next = Tick::MAX;
     for &class in &classes[..class_count] {
+        if class.slack == 0 {
+            next = next.min(fire_precise(shared, class, now, now_up, batch));
+            continue;
+        }
         // When a class with less slack needs the driver.
         let urgent = next;
-        let limit = if class.slack == 0 { BATCH } else { LOOSE_BATCH };
+        let limit = LOOSE_BATCH;
         for (index, cell) in shared.shards.iter().enumerate() {
             let place = Place {
                 shard: index as u16,
@@ -196,6 +206,58 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
         }
     }
     next
+}
+
+/// The zero-slack class's part of a pass: every shard's due timers (up to
+/// [`BATCH`] a shard a round) merged into one batch in deadline order,
+/// then delivered; again while a shard had more. Returns when the class
+/// next needs the driver.
+fn fire_precise<T: Send + 'static, E: Executor<T>>(
+    shared: &Shared<T, E>,
+    class: Class,
+    now: Tick,
+    now_up: Tick,
+    batch: &mut Vec<Fire<T>>,
+) -> Tick {
+    let mut next = Tick::MAX;
+    loop {
+        let mut more = false;
+        for (index, cell) in shared.shards.iter().enumerate() {
+            let place = Place {
+                shard: index as u16,
+                class,
+            };
+            // Dropped sleeps' wakers: runtime code, dropped after the lock.
+            let _dropped = {
+                let mut wheels = cell.lock.lock();
+                if wheels.get(class.index).is_none() {
+                    continue;
+                }
+                #[cfg(feature = "async")]
+                let dropped = wheels.flush_dropped();
+                #[cfg(not(feature = "async"))]
+                let dropped = ();
+                let Some(wheel) = wheels.get_mut(class.index) else {
+                    continue;
+                };
+                let limit = batch.len() + BATCH;
+                collect(wheel, place, now, now_up, limit, batch);
+                if batch.len() == limit {
+                    more = true;
+                } else if let Some(due) = wheel.next_expiration() {
+                    next = next.min(due.saturating_add(class.wake_after));
+                }
+                cell.publish_len(&wheels);
+                dropped
+            };
+        }
+        // Stable: a shard's timers of equal deadline keep their order.
+        batch.sort_by_key(|fire| fire.deadline);
+        deliver(shared, batch);
+        if !more {
+            return next;
+        }
+    }
 }
 
 /// Where the wheel being collected sits: its shard and slack class.
