@@ -274,3 +274,50 @@ fn a_thread_name_with_a_nul_byte_is_a_build_error() {
         Ok(_) => panic!("built a timer with a NUL in its thread name"),
     }
 }
+
+/// Threads of this process whose name starts with `prefix` (Linux).
+#[cfg(target_os = "linux")]
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.starts_with(prefix))
+        .count()
+}
+
+/// Today's cost: `Timer::new()` started its pool's workers at once, so a
+/// timer used only for futures kept idle threads. They start with the
+/// first task.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_pool_starts_its_workers_with_the_first_task() {
+    use tickwheel::timer::ThreadPool;
+    let timer = Timer::builder()
+        .executor(ThreadPool::new(2).name("lazypool"))
+        .build()
+        .unwrap();
+    // Started workers name themselves once they run: give them time to.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(threads_named("lazypool-"), 0, "workers before any task");
+    let (tx, rx) = std::sync::mpsc::channel();
+    timer
+        .schedule(
+            Duration::from_millis(1),
+            Box::new(move || tx.send(7).unwrap()),
+        )
+        .unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 7);
+    // A new thread names itself once it runs: wait for the second.
+    let give_up = std::time::Instant::now() + Duration::from_secs(5);
+    while threads_named("lazypool-") < 2 && std::time::Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(threads_named("lazypool-"), 2);
+    drop(timer);
+    // Joined; the kernel lists an exiting thread a moment after its join.
+    let give_up = std::time::Instant::now() + Duration::from_secs(5);
+    while threads_named("lazypool-") > 0 && std::time::Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(threads_named("lazypool-"), 0, "joined at drop");
+}

@@ -203,7 +203,8 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     }
 
     /// Where fired timers go; this also fixes the value type `V`. Default: a
-    /// [`ThreadPool`] of two workers running [`Task`]s.
+    /// [`ThreadPool`] of two workers running [`Task`]s, started with the
+    /// first task.
     ///
     /// ```
     /// use tickwheel::timer::Inline;

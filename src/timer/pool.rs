@@ -23,6 +23,12 @@ use super::Expired;
 /// Dropping the pool (with the timer's last handle) lets the workers finish
 /// what is queued, then joins them.
 ///
+/// The workers start with the first task handed to the pool, not when the
+/// timer is built: a timer used only for futures (sleeps, timeouts) or
+/// with another executor per handle runs no idle workers. If they cannot
+/// be spawned then, the task is refused and handed to the timer's
+/// `on_undelivered` hook, like any refused task.
+///
 /// ```
 /// use std::time::Duration;
 /// use tickwheel::timer::ThreadPool;
@@ -38,6 +44,8 @@ pub struct ThreadPool {
     threads: usize,
     name: String,
     sender: Mutex<Option<Sender<Task>>>,
+    /// Until the first task: the receiving end, for the workers to come.
+    receiver: Mutex<Option<Receiver<Task>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     state: Arc<PoolState>,
 }
@@ -52,8 +60,8 @@ struct PoolState {
 }
 
 impl ThreadPool {
-    /// A pool of `threads` workers (at least one), started when the timer is
-    /// built.
+    /// A pool of `threads` workers (at least one), started with the first
+    /// task.
     ///
     /// ```
     /// let pool = tickwheel::timer::ThreadPool::new(2);
@@ -64,6 +72,7 @@ impl ThreadPool {
             threads: threads.max(1),
             name: String::from("tickwheel-worker"),
             sender: Mutex::new(None),
+            receiver: Mutex::new(None),
             workers: Mutex::new(Vec::new()),
             state: Arc::default(),
         }
@@ -122,7 +131,7 @@ impl Executor<Task> for ThreadPool {
             return Ok(());
         }
         let (tx, rx) = channel::unbounded();
-        *self.workers.lock() = self.spawn(&rx)?;
+        *self.receiver.lock() = Some(rx);
         *sender = Some(tx);
         Ok(())
     }
@@ -132,6 +141,18 @@ impl Executor<Task> for ThreadPool {
         let Some(sender) = sender.as_ref() else {
             return Err(Rejected(fired));
         };
+        // The first task starts the workers.
+        let mut receiver = self.receiver.lock();
+        if let Some(rx) = receiver.as_ref() {
+            match self.spawn(rx) {
+                Ok(workers) => {
+                    *self.workers.lock() = workers;
+                    *receiver = None;
+                }
+                Err(_) => return Err(Rejected(fired)),
+            }
+        }
+        drop(receiver);
         *self.state.outstanding.lock() += 1;
         let Expired {
             key,

@@ -262,6 +262,11 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// A future that completes `duration` from now, with this handle's
     /// slack ([`with_slack`](Self::with_slack)). Feature `async`.
     ///
+    /// Keep a handle to the timer while its sleeps are pending: dropping
+    /// the last handle stops the timer, and every sleep then completes at
+    /// once. Hold the `Timer` for as long as its futures are used (in the
+    /// struct that owns them, in an `Arc`, or for the program's life).
+    ///
     /// ```
     /// use std::time::Duration;
     ///
