@@ -17,11 +17,11 @@ use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
+use super::compaction::remove_stale_temps;
 use super::format::{Record, MAX_KEY, MAX_PAYLOAD};
 use super::handle::{DurableHandle, Recovery};
 use super::journal::{
-    inspect, io_at, remove_stale_temps, replay, spawn_flusher, Job, JournalError, Log,
-    RunAndRecord, SyncPolicy,
+    inspect, io_at, replay, spawn_flusher, Job, JournalError, Log, RunAndRecord, SyncPolicy,
 };
 use super::keys::Keys;
 use super::lock::JournalLock;

@@ -1,10 +1,9 @@
 //! The journal file: the sync policy, opening errors, appending records
 //! under one lock, the executor that writes `done` after each run, the
-//! background flusher, replaying a file into the jobs
-//! it holds, and compacting it (write, fsync, rename, fsync the directory).
+//! background flusher, replaying a file into the jobs it holds, and when
+//! to compact it (`compaction.rs` writes, syncs and renames the new file).
 //! `durable.rs` decides what is written when; `format.rs` how.
 
-use alloc::borrow::ToOwned;
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::format;
@@ -14,13 +13,14 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use core::time::Duration;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Instant, SystemTime};
 
+use super::compaction::compact;
 use super::format::{self, Damage, Record};
 use super::handle::Found;
 use super::keys::Keys;
@@ -527,94 +527,6 @@ pub(super) fn replay(path: &Path) -> Result<Replayed, JournalError> {
         replayed.folded.apply(record);
     }
     Ok(replayed)
-}
-
-/// Writes a new journal holding only the pending jobs of `folded` (and the
-/// id watermark) next to `path`, syncs it and renames it over `path`;
-/// returns it open for appending, with its length.
-///
-/// The new file gets a name of its own (`<path>.compacting-<pid>-<n>`),
-/// created only if nothing has it, so compaction never overwrites a file
-/// it did not create; it is removed if anything fails. It is opened for
-/// appending before the rename, so the handle that comes back is the
-/// renamed file's: no reopen can fail after the journal was replaced.
-fn compact(path: &Path, folded: &Folded) -> io::Result<(File, u64)> {
-    let mut bytes = Vec::from(format::header());
-    format::encode(&Record::Watermark { id: folded.max_id }, &mut bytes);
-    for (&id, job) in &folded.pending {
-        format::encode_schedule(id, job.due, job.key.as_deref(), &job.payload, &mut bytes);
-    }
-    let fresh = temp_path(path);
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create_new(true)
-        .open(&fresh)?;
-    let replaced = file
-        .write_all(&bytes)
-        .and_then(|()| file.sync_all())
-        .and_then(|()| fs::rename(&fresh, path));
-    if let Err(err) = replaced {
-        let _ = fs::remove_file(&fresh);
-        return Err(err);
-    }
-    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        // The rename itself must survive a crash.
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
-    }
-    Ok((file, bytes.len() as u64))
-}
-
-/// A compaction file name for `path` that no other compaction uses.
-fn temp_path(path: &Path) -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(
-        "{TEMP_INFIX}{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    PathBuf::from(name)
-}
-
-const TEMP_INFIX: &str = ".compacting-";
-
-/// Removes compaction files that a crashed owner of the journal at `path`
-/// left behind. Only the lock's holder calls it, and only names of the
-/// form [`temp_path`] makes are touched.
-pub(super) fn remove_stale_temps(path: &Path) {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return;
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    let mut prefix = name.to_owned();
-    prefix.push(TEMP_INFIX);
-    let prefix = prefix.to_string_lossy().into_owned();
-    for entry in entries.flatten() {
-        let entry_name = entry.file_name();
-        let entry_name = entry_name.to_string_lossy();
-        let ours = entry_name
-            .strip_prefix(prefix.as_str())
-            .is_some_and(|rest| {
-                rest.split_once('-').is_some_and(|(pid, n)| {
-                    !pid.is_empty()
-                        && !n.is_empty()
-                        && pid.bytes().all(|b| b.is_ascii_digit())
-                        && n.bytes().all(|b| b.is_ascii_digit())
-                })
-            });
-        if ours && entry.file_type().is_ok_and(|t| t.is_file()) {
-            let _ = fs::remove_file(entry.path());
-        }
-    }
 }
 
 /// A job inside the timer: its journal id, its key if it has one, and
