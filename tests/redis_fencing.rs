@@ -270,7 +270,7 @@ fn retention_holds_without_any_claim() {
     }
     assert_eq!(queue.metrics().cancelled, 3000);
     std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(server.command(&["ZCARD", "tw:{orders}:ended"]), ":0\r\n");
+    assert_eq!(server.command(&["LLEN", "tw:{orders}:ends"]), ":0\r\n");
     assert_eq!(server.command(&["HLEN", "tw:{orders}:jobs"]), ":0\r\n");
     assert_eq!(queue.metrics().trimmed, 3000);
     // Forgotten: the id may be used again.

@@ -148,29 +148,27 @@ impl Batched for CancelJob {
 
     fn answers(reply: Value, jobs: &[Self], ctx: &Ctx) -> Result<Vec<Cancelled>, QueueError> {
         let items = array(reply)?;
-        if items.len() != jobs.len() {
+        if items.len() != jobs.len() * 2 {
             return Err(QueueError::Server(String::from(
                 "a cancel reply of the wrong length",
             )));
         }
-        items
-            .into_iter()
-            .map(|item| {
-                let mut parts = array(item)?.into_iter();
-                let what = parts.next().map(bytes).unwrap_or_default();
-                Ok(match what.as_slice() {
-                    b"cancelled" => {
-                        bump(&ctx.counters.cancelled, 1);
-                        ctx.trim_wake.notify_one();
-                        Cancelled::Cancelled(parts.next().map(bytes).unwrap_or_default())
-                    }
-                    b"in_flight" => Cancelled::InFlight,
-                    b"acked" => Cancelled::Delivered,
-                    b"ended" => Cancelled::Ended,
-                    _ => Cancelled::Unknown,
-                })
-            })
-            .collect()
+        let mut items = items.into_iter();
+        let mut out = Vec::with_capacity(jobs.len());
+        while let (Some(what), Some(body)) = (items.next(), items.next()) {
+            out.push(match bytes(what).as_slice() {
+                b"c" => {
+                    bump(&ctx.counters.cancelled, 1);
+                    ctx.trim_wake.notify_one();
+                    Cancelled::Cancelled(bytes(body))
+                }
+                b"f" => Cancelled::InFlight,
+                b"a" => Cancelled::Delivered,
+                b"e" => Cancelled::Ended,
+                _ => Cancelled::Unknown,
+            });
+        }
+        Ok(out)
     }
 }
 

@@ -27,7 +27,7 @@ impl Keys {
                 key("due"),
                 key("jobs"),
                 key("dead"),
-                key("ended"),
+                key("ends"),
                 key("seq"),
                 key("spread"),
             ],

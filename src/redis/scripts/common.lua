@@ -6,8 +6,12 @@
 --   first in, first out.
 -- 2 jobs: HASH id -> the job's record (below), live or ended.
 -- 3 dead: ZSET member -> when the job was dead-lettered.
--- 4 ended: ZSET id -> when the job ended (acked, cancelled, discarded); the
---   retention trimmer deletes the records of ids older than the retention.
+-- 4 ends: LIST of pairs (when the job ended, in microseconds as text; its
+--   id), oldest first, for every job that ended (acked, cancelled,
+--   discarded): the retention trimmer pops the pairs older than the
+--   retention and deletes their records. A list, not a sorted set: scripts
+--   run one at a time and read the clock, so appending keeps it in time
+--   order, and an append costs a fraction of a sorted insert.
 -- 5 seq: the sequence counter.
 -- 6 spread: HASH start, window, total, done: the misfire policy's spread.
 -- Later KEYS are each script's own (a claim's replay record, answers).
@@ -91,11 +95,17 @@ local function push(list, a, b)
   if b ~= nil then list[#list + 1] = b end
 end
 
+-- Marks `id` ended at `now` (see `ends`).
+local function ended_at(id, now)
+  if batch.now_text == nil then batch.now_text = num(now) end
+  push(batch.ended, batch.now_text, id)
+end
+
 -- Ends a job: its payload goes, its record stays for the retention.
 local function finish(id, r, how, token, now)
   r.s, r.last, r.payload = how, token, ''
   put(id, r)
-  push(batch.ended, now, id)
+  ended_at(id, now)
 end
 
 local function flush()
@@ -106,7 +116,7 @@ local function flush()
   if #batch.zadd > 0 then redis.call('ZADD', KEYS[1], unpack(batch.zadd)) end
   if #batch.dead_rem > 0 then redis.call('ZREM', KEYS[3], unpack(batch.dead_rem)) end
   if #batch.dead_add > 0 then redis.call('ZADD', KEYS[3], unpack(batch.dead_add)) end
-  if #batch.ended > 0 then redis.call('ZADD', KEYS[4], unpack(batch.ended)) end
+  if #batch.ended > 0 then redis.call('RPUSH', KEYS[4], unpack(batch.ended)) end
 end
 
 -- The earliest score in `due` before this script's changes, or nil.

@@ -8,15 +8,17 @@ local ids = {}
 for i = 1, n do ids[i] = ARGV[5 * i - 3] end
 local got = redis.call('HMGET', KEYS[2], unpack(ids))
 local out, fresh, records, scores = {}, {}, {}, {}
+-- Counted, not `#t`: Lua's length is a search, and this loop runs per job.
+local nr = 0
 local now, first, base
 for i = 1, n do
   local at = 5 * i - 3
-  local id, token, rec = ARGV[at], ARGV[at + 1], got[i]
+  local id, rec = ids[i], got[i]
   if fresh[id] then
     out[2 * i - 1], out[2 * i] = 0, 'w'
   elseif rec then
     local s, _, _, due, _, made = struct.unpack(HEADER, rec)
-    if made == token then
+    if made == ARGV[at + 1] then
       out[2 * i - 1], out[2 * i] = 1, due
     else
       out[2 * i - 1], out[2 * i] = 0, s
@@ -31,9 +33,11 @@ for i = 1, n do
     -- exist leave gaps, which order nothing).
     if base == nil then base = redis.call('INCRBY', KEYS[5], n) - n end
     local seq = struct.pack('>I8', base + i)
+    local token = ARGV[at + 1]
     fresh[id] = true
-    push(records, id, struct.pack(HEADER, 'w', 0, 0, due, seq, token, token) .. ARGV[at + 4])
-    push(scores, due, seq .. id)
+    nr = nr + 2
+    records[nr - 1], records[nr] = id, struct.pack(HEADER, 'w', 0, 0, due, seq, token, token) .. ARGV[at + 4]
+    scores[nr - 1], scores[nr] = due, seq .. id
     out[2 * i - 1], out[2 * i] = 1, due
     if first == nil or due < first then first = due end
   end
