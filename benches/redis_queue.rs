@@ -15,6 +15,7 @@
 //! cargo bench --bench redis_queue            # BullMQ needs node; `npm ci` runs if needed
 //! cargo bench --bench redis_queue -- --quick # 10x smaller, for a smoke run
 //! cargo bench --bench redis_queue -- --no-bullmq # tickwheel and the poller only, for A/B runs
+//! cargo bench --bench redis_queue -- --only-schedule-cancel 5 # 5 rounds of schedule + cancel, both taking turns
 //! ```
 //!
 //! **Peers.** Every producer issues one job per call with 200 calls in
@@ -189,6 +190,10 @@ fn main() {
         .expect("tokio runtime");
     println!("machine: {}", stats::machine_line());
     println!("{}", stats::redis_line(&server));
+    if let Some(rounds) = flag_value("--only-schedule-cancel") {
+        schedule_cancel_rounds(&server, &rt, &sizes, rounds);
+        return;
+    }
     let bullmq = BullMq::prepare();
     let n = sizes.jobs;
 
@@ -518,6 +523,56 @@ fn main() {
         idle <= 1.0,
     );
     drop(rt);
+}
+
+/// The number after `flag` on the command line, if given.
+fn flag_value(flag: &str) -> Option<usize> {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == flag)?;
+    Some(args.get(at + 1).and_then(|v| v.parse().ok()).unwrap_or(3))
+}
+
+/// Schedule and cancel only, tickwheel and the poller taking turns for
+/// `rounds` rounds: each cell a ratio to the poller in the same round, and
+/// the CPU (Redis's, the client's) behind each rate.
+fn schedule_cancel_rounds(
+    server: &RedisServer,
+    rt: &tokio::runtime::Runtime,
+    sizes: &Sizes,
+    rounds: usize,
+) {
+    let (n, c) = (sizes.jobs, sizes.cancels);
+    println!("\n### Schedule ({n} jobs) and cancel ({c} one at a time, {c} with {IN_FLIGHT} in flight), {rounds} rounds\n");
+    println!("| round | contender | schedule jobs/s | Redis / client CPU per job | one cancel | cancels/s in flight | Redis / client CPU per cancel |");
+    println!("|---:|---|---:|---:|---:|---:|---:|");
+    for round in 1..=rounds {
+        flush(server);
+        let tw = rt.block_on(tickwheel::schedule_and_cancel(server, n, c));
+        flush(server);
+        let seed = rt.block_on(poller::schedule_and_cancel(server, n, c));
+        for (name, r) in [(TW, &tw), (SEED, &seed)] {
+            println!(
+                "| {round} | {name} | {:.0} | {:.1} / {:.1} µs | {:.1} µs | {:.0} | {:.1} / {:.1} µs |",
+                n as f64 / r.0.elapsed,
+                r.0.redis * 1e6 / n as f64,
+                r.0.process * 1e6 / n as f64,
+                r.1,
+                r.2,
+                r.3.redis * 1e6 / c as f64,
+                r.3.process * 1e6 / c as f64
+            );
+        }
+        println!(
+            "| {round} | ratio | {:.2} | {:.2} / {:.2} | {:.2} | {:.2} | {:.2} / {:.2} |",
+            seed.0.elapsed / tw.0.elapsed,
+            tw.0.redis / seed.0.redis,
+            tw.0.process / seed.0.process,
+            tw.1 / seed.1,
+            tw.2 / seed.2,
+            tw.3.redis / seed.3.redis,
+            tw.3.process / seed.3.process
+        );
+    }
 }
 
 fn flush(server: &RedisServer) {

@@ -29,7 +29,7 @@ pub(crate) async fn schedule_and_cancel(
     server: &RedisServer,
     n: usize,
     cancels: usize,
-) -> (Usage, f64, f64) {
+) -> (Usage, f64, f64, Usage) {
     let mut conn = zset_poller::connect(&server.url()).await;
     let due = micros(SystemTime::now() + Duration::from_secs(3600));
     let before = blocking(|| Snapshot::take(server));
@@ -47,6 +47,7 @@ pub(crate) async fn schedule_and_cancel(
     }
     let one = started.elapsed().as_secs_f64() * 1e6 / cancels as f64;
     let others = Arc::new(victims(n, cancels, (n / cancels / 2).max(1)));
+    let before = blocking(|| Snapshot::take(server));
     let started = Instant::now();
     let c = conn.clone();
     lanes(cancels, IN_FLIGHT, move |k| {
@@ -55,7 +56,7 @@ pub(crate) async fn schedule_and_cancel(
     })
     .await;
     let parallel = cancels as f64 / started.elapsed().as_secs_f64();
-    (usage, one, parallel)
+    (usage, one, parallel, blocking(|| before.usage(server)))
 }
 
 /// The mover and `CONSUMERS` consumer tasks, each on its own `BRPOP`

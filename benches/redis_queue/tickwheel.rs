@@ -36,7 +36,7 @@ pub(crate) async fn schedule_and_cancel(
     server: &RedisServer,
     n: usize,
     cancels: usize,
-) -> (Usage, f64, f64) {
+) -> (Usage, f64, f64, Usage) {
     let queue = connect(server).await;
     let before = blocking(|| Snapshot::take(server));
     let q = queue.clone();
@@ -58,6 +58,7 @@ pub(crate) async fn schedule_and_cancel(
     }
     let one = started.elapsed().as_secs_f64() * 1e6 / cancels as f64;
     let others = Arc::new(victims(n, cancels, (n / cancels / 2).max(1)));
+    let before = blocking(|| Snapshot::take(server));
     let started = Instant::now();
     let q = queue.clone();
     lanes(cancels, IN_FLIGHT, move |k| {
@@ -69,7 +70,7 @@ pub(crate) async fn schedule_and_cancel(
     })
     .await;
     let parallel = cancels as f64 / started.elapsed().as_secs_f64();
-    (usage, one, parallel)
+    (usage, one, parallel, blocking(|| before.usage(server)))
 }
 
 /// `CONSUMERS` tasks sharing one consumer, each fetching up to `FETCH`
