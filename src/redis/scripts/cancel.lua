@@ -1,11 +1,11 @@
 -- ARGV: the answers' time to live (ms), then per job: id, token. KEYS[7]:
--- this call's answers, a hash token -> payload where the jobs it cancels
--- keep their payloads for a retry of the same call (one key per call,
--- however many jobs it carries). Returns per job two items: 'c' and the
--- payload if cancelled (also to a retry of the call that won); else 'f'
--- (in flight), 'a' (acked), 'e' (ended) or 'u' (unknown), and ''.
--- Records are unpacked into locals, not tables: this runs once per job
--- cancelled, and the tables were half its cost.
+-- this call's answers, where the jobs it cancels keep their payloads for
+-- a retry of the same call: one string per call, msgpack of (token,
+-- payload, ...), whatever the number of jobs. Returns per job two items:
+-- 'c' and the payload if cancelled (also to a retry of the call that
+-- won); else 'f' (in flight), 'a' (acked), 'e' (ended) or 'u' (unknown),
+-- and ''. Records are unpacked into locals and lists counted by hand: this
+-- loop runs once per job, and tables and `#t` were half its cost.
 local ttl = ARGV[1]
 local answers = KEYS[7]
 local n = (#ARGV - 1) / 2
@@ -16,7 +16,20 @@ local raw = redis.call('HMGET', KEYS[2], unpack(ids))
 local rewritten = {}
 local out, kept, nk = {}, {}, 0
 local records, nr = batch.hset_list, 0
-local now
+local members, nm = batch.zrem, 0
+local ends, ne = batch.ended, 0
+local now, now_text
+-- A retry's kept answers, token -> payload, read once.
+local saved
+local function kept_body(token)
+  if saved == nil then
+    saved = {}
+    local blob = redis.call('GET', answers)
+    local list = blob and cmsgpack.unpack(blob) or {}
+    for k = 1, #list - 1, 2 do saved[list[k]] = list[k + 1] end
+  end
+  return saved[token] or ''
+end
 for i = 1, n do
   local id, token = ids[i], ARGV[2 * i + 1]
   local rec = rewritten[id] or raw[i]
@@ -24,13 +37,13 @@ for i = 1, n do
   if rec then
     local s, fence, attempt, due, seq, made, last = struct.unpack(HEADER, rec)
     if s == 'w' or s == 'x' then
-      now = now or clock()
-      if s == 'w' then push(batch.zrem, seq .. id) else push(batch.dead_rem, seq .. id) end
+      if now == nil then now = clock(); now_text = num(now) end
+      if s == 'w' then nm = nm + 1; members[nm] = seq .. id else push(batch.dead_rem, seq .. id) end
       body = string.sub(rec, HEADER_LEN + 1)
       rec = struct.pack(HEADER, 'c', fence, attempt, due, seq, made, token)
       rewritten[id] = rec
       records[nr + 1], records[nr + 2], nr = id, rec, nr + 2
-      ended_at(id, now)
+      ends[ne + 1], ends[ne + 2], ne = now_text, id, ne + 2
       kept[nk + 1], kept[nk + 2], nk = token, body, nk + 2
       what = 'c'
     elseif s == 'l' then
@@ -38,7 +51,7 @@ for i = 1, n do
     elseif s == 'a' then
       what = 'a'
     elseif s == 'c' and last == token then
-      what, body = 'c', redis.call('HGET', answers, token) or ''
+      what, body = 'c', kept_body(token)
     else
       what = 'e'
     end
@@ -47,7 +60,6 @@ for i = 1, n do
 end
 flush()
 if nk > 0 then
-  redis.call('HSET', answers, unpack(kept))
-  redis.call('PEXPIRE', answers, ttl)
+  redis.call('SET', answers, cmsgpack.pack(kept), 'PX', ttl)
 end
 return out
