@@ -16,6 +16,7 @@
 //! cargo bench --bench redis_queue -- --quick # 10x smaller, for a smoke run
 //! cargo bench --bench redis_queue -- --no-bullmq # tickwheel and the poller only, for A/B runs
 //! cargo bench --bench redis_queue -- --only-schedule-cancel 5 # 5 rounds of schedule + cancel, both taking turns
+//! cargo bench --bench redis_queue -- --only-slow 3 # 3 rounds of the 1 000/s lateness run, both taking turns
 //! ```
 //!
 //! **Peers.** Every producer issues one job per call with 200 calls in
@@ -192,6 +193,10 @@ fn main() {
     println!("{}", stats::redis_line(&server));
     if let Some(rounds) = flag_value("--only-schedule-cancel") {
         schedule_cancel_rounds(&server, &rt, &sizes, rounds);
+        return;
+    }
+    if let Some(rounds) = flag_value("--only-slow") {
+        slow_rounds(&server, &rt, &sizes, rounds);
         return;
     }
     let bullmq = BullMq::prepare();
@@ -572,6 +577,39 @@ fn schedule_cancel_rounds(
             tw.3.redis / seed.3.redis,
             tw.3.process / seed.3.process
         );
+    }
+}
+
+/// The lateness run at about 1 000 jobs a second only, tickwheel and the
+/// poller taking turns for `rounds` rounds, with Redis's cost per job
+/// (commandstats go to stderr).
+fn slow_rounds(server: &RedisServer, rt: &tokio::runtime::Runtime, sizes: &Sizes, rounds: usize) {
+    let (n, window) = (sizes.slow_jobs, sizes.slow_window);
+    let lead = Duration::from_secs(2);
+    println!("\n### Lateness only: {n} jobs due over {window:?}, {rounds} rounds\n");
+    println!("| round | contender | p50 / p99 / max | Redis CPU per job | commands per job | client CPU per job | elapsed |");
+    println!("|---:|---|---:|---:|---:|---:|---:|");
+    for round in 1..=rounds {
+        flush(server);
+        let tw = rt.block_on(tickwheel::deliveries(server, n, window, lead));
+        flush(server);
+        let seed = rt.block_on(poller::deliveries(server, n, window, lead));
+        for (name, run) in [(TW, &tw), (SEED, &seed)] {
+            let late = Late::of_run(name, run);
+            println!(
+                "| {round} | {name} | {:.2} / {:.2} / {:.2} ms | {:.1} µs | {:.2} | {:.1} µs | {:.1} s |",
+                late.p50,
+                late.p99,
+                late.max,
+                run.usage.redis * 1e6 / n as f64,
+                late.commands(),
+                run.usage.process * 1e6 / n as f64,
+                run.usage.elapsed
+            );
+        }
+        if let Some(note) = &tw.note {
+            println!("\n{note}\n");
+        }
     }
 }
 
