@@ -3,7 +3,8 @@
 //! file the user names (format in `format.rs`).
 //!
 //! The guarantee and the order of writes are stated on [`DurableTimer`],
-//! where users read them. The file side is in `journal.rs`.
+//! where users read them. The file side is in `journal.rs`; keyed jobs
+//! (by a name of the caller's) in `keyed.rs`.
 
 use alloc::boxed::Box;
 use alloc::string::{String, ToString};
@@ -18,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::SystemTime;
 
 use super::compaction::remove_stale_temps;
-use super::format::{Record, MAX_KEY, MAX_PAYLOAD};
+use super::format::{Record, MAX_PAYLOAD};
 use super::handle::{DurableHandle, Recovery};
 use super::journal::{
     inspect, io_at, replay, spawn_flusher, Job, JournalError, Log, RunAndRecord, SyncPolicy,
@@ -95,12 +96,12 @@ use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct DurableTimer<T: Send + 'static> {
-    timer: Timer<Job<T>, RunAndRecord<T>>,
-    log: Arc<Log>,
-    next_id: AtomicU64,
+    pub(super) timer: Timer<Job<T>, RunAndRecord<T>>,
+    pub(super) log: Arc<Log>,
+    pub(super) next_id: AtomicU64,
     flusher: Option<JoinHandle<()>>,
-    /// Keyed jobs by key.
-    keys: Arc<Keys>,
+    /// Keyed jobs by key (`keyed.rs`).
+    pub(super) keys: Arc<Keys>,
 }
 
 impl<T> DurableTimer<T>
@@ -391,136 +392,6 @@ where
             return false;
         }
         self.timer.reset_at(handle.handle, deadline)
-    }
-
-    /// Schedules `value` to run after `delay` under `key`, a name of the
-    /// caller's (an order id) by which [`cancel_key`](Self::cancel_key)
-    /// and [`reset_key`](Self::reset_key) find the job, in this process
-    /// or, after a restart, in the next one that opens the journal. A key
-    /// names at most one pending job; it is free again once its job is
-    /// cancelled or taken to run. Otherwise as [`schedule`](Self::schedule).
-    ///
-    /// # Errors
-    ///
-    /// As [`schedule`](Self::schedule), and
-    /// [`ScheduleErrorKind::KeyExists`] with the value if a pending job
-    /// has `key`; [`ScheduleErrorKind::TooLarge`] if the key is longer
-    /// than [`MAX_KEY`](super::MAX_KEY) bytes or key and value together
-    /// do not fit a record.
-    ///
-    /// ```
-    /// # let dir = std::env::temp_dir().join(format!("tickwheel-keyed-doc-{}", std::process::id()));
-    /// # std::fs::create_dir_all(&dir)?;
-    /// use std::time::Duration;
-    /// use tickwheel::persist::{DurableTimer, MisfirePolicy, SyncPolicy};
-    /// use tickwheel::timer::ScheduleErrorKind;
-    ///
-    /// let path = dir.join("orders.journal");
-    /// let (orders, _) = DurableTimer::open(&path, SyncPolicy::Always, &MisfirePolicy::default(), |_: u64| {})?;
-    /// orders.schedule_keyed("order 1017", Duration::from_secs(900), 1017)?;
-    /// let again = orders.schedule_keyed("order 1017", Duration::from_secs(900), 1017).unwrap_err();
-    /// assert_eq!(again.kind(), ScheduleErrorKind::KeyExists);
-    /// drop(orders);
-    ///
-    /// // After a restart: paid, so the close is cancelled by its key.
-    /// let (orders, recovery) = DurableTimer::open(&path, SyncPolicy::Always, &MisfirePolicy::default(), |_: u64| {})?;
-    /// assert_eq!(recovery.keys[0].0, "order 1017");
-    /// assert_eq!(orders.cancel_key("order 1017"), Some(1017));
-    /// # drop(orders); std::fs::remove_dir_all(&dir)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn schedule_keyed(
-        &self,
-        key: &str,
-        delay: Duration,
-        value: T,
-    ) -> Result<DurableHandle, ScheduleError<T>> {
-        let (now, wall) = self.timer.clock_now();
-        let (Some(due), Some(deadline)) = (wall.checked_add(delay), now.checked_add(delay)) else {
-            return Err(ScheduleError::new(ScheduleErrorKind::OutOfRange, value));
-        };
-        let payload = value.encode();
-        if key.len() > MAX_KEY || payload.len() + 2 + key.len() > MAX_PAYLOAD {
-            return Err(ScheduleError::new(ScheduleErrorKind::TooLarge, value));
-        }
-        let key: Arc<str> = Arc::from(key);
-        if !self
-            .keys
-            .reserve(&key, |held| self.timer.is_pending(held.handle))
-        {
-            return Err(ScheduleError::new(ScheduleErrorKind::KeyExists, value));
-        }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let record = Record::Keyed {
-            id,
-            due,
-            key: String::from(&*key),
-            payload,
-        };
-        if self.log.append(record).is_err() {
-            self.keys.unreserve(&key);
-            return Err(ScheduleError::new(ScheduleErrorKind::Journal, value));
-        }
-        let job = Job {
-            id,
-            key: Some(Arc::clone(&key)),
-            value,
-        };
-        match self.timer.schedule_at(deadline, job) {
-            Ok(handle) => {
-                let handle = DurableHandle { handle, id };
-                self.keys.hold(&key, handle);
-                // It may have fired before it was filed under its key.
-                if !self.timer.is_pending(handle.handle) {
-                    self.keys.release(&key, id);
-                }
-                Ok(handle)
-            }
-            Err(err) => {
-                let _ = self.log.append(Record::Cancel { id });
-                self.keys.unreserve(&key);
-                Err(err.map(|job| job.value))
-            }
-        }
-    }
-
-    /// Cancels the pending job scheduled under `key`: `Some(value)` if it
-    /// will never run, `None` if no pending job has the key (it ran, is
-    /// running, was cancelled, or never was). Works after a restart: the
-    /// key is in the journal.
-    ///
-    /// ```
-    /// # let dir = std::env::temp_dir().join(format!("tickwheel-cancel-key-doc-{}", std::process::id()));
-    /// # std::fs::create_dir_all(&dir)?;
-    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
-    /// jobs.schedule_keyed("order 18", std::time::Duration::from_secs(900), 18)?;
-    /// assert_eq!(jobs.cancel_key("order 18"), Some(18));
-    /// assert_eq!(jobs.cancel_key("order 18"), None);
-    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn cancel_key(&self, key: &str) -> Option<T> {
-        self.cancel(self.keys.get(key)?)
-    }
-
-    /// Moves the pending job scheduled under `key` to `delay` from now;
-    /// `false` if no pending job has the key, or as
-    /// [`reset`](Self::reset) says.
-    ///
-    /// ```
-    /// # let dir = std::env::temp_dir().join(format!("tickwheel-reset-key-doc-{}", std::process::id()));
-    /// # std::fs::create_dir_all(&dir)?;
-    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
-    /// jobs.schedule_keyed("session 7", std::time::Duration::from_secs(60), 7)?;
-    /// assert!(jobs.reset_key("session 7", std::time::Duration::from_secs(120)));
-    /// assert!(!jobs.reset_key("session 8", std::time::Duration::from_secs(120)));
-    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn reset_key(&self, key: &str, delay: Duration) -> bool {
-        self.keys
-            .get(key)
-            .is_some_and(|handle| self.reset(handle, delay))
     }
 
     /// Jobs pending in the timer.

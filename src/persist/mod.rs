@@ -49,6 +49,7 @@ mod durable;
 mod format;
 mod handle;
 mod journal;
+mod keyed;
 mod keys;
 mod lock;
 mod payload;
