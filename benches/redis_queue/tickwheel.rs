@@ -22,11 +22,20 @@ const NAME: &str = "bench";
 /// A consumer task's `fetch`: at most this many jobs (the default batch).
 const FETCH: usize = 100;
 
+/// Default options; `--wake-slack-ms N` on the command line sets the
+/// consumers' wake-up slack, to measure its trade (claims per job against
+/// lateness).
 async fn connect(server: &RedisServer) -> AsyncQueue {
-    Queue::builder(&server.url(), NAME)
-        .connect_async()
-        .await
-        .expect("connect")
+    let mut builder = Queue::builder(&server.url(), NAME);
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(ms) = args
+        .iter()
+        .position(|a| a == "--wake-slack-ms")
+        .and_then(|at| args.get(at + 1)?.parse::<u64>().ok())
+    {
+        builder = builder.wake_slack(Duration::from_millis(ms));
+    }
+    builder.connect_async().await.expect("connect")
 }
 
 /// Schedules `n` jobs due in 1 h, `IN_FLIGHT` calls at a time; then
