@@ -94,12 +94,14 @@ acked = ack_jobs(10, now)
 local reply = reply_head(-1)
 local delivered = {}
 local until_lease = now + lease
+-- As text once: a Lua number passed to a command is printf'd each time.
+local until_text = num(until_lease)
 -- A job this call delivered on the fast path (below).
 local DELIVERED = true
 
 -- Delivers a job: the next fence and attempt, leased until `until_lease`.
 local function deliver(id, member, body, attempt, fence, due)
-  push(batch.zadd, until_lease, member)
+  push(batch.zadd, until_text, member)
   push(reply, id, body)
   push(reply, attempt, fence)
   push(reply, due)

@@ -24,10 +24,14 @@ for i = 1, n do
       out[2 * i - 1], out[2 * i] = 0, s
     end
   else
-    local due = tonumber(ARGV[at + 3])
+    -- The score as the client's text when the time is absolute: turning
+    -- a Lua number back into text costs a printf per job.
+    local score = ARGV[at + 3]
+    local due = tonumber(score)
     if ARGV[at + 2] == 'i' then
       now = now or clock()
       due = now + due
+      score = due
     end
     -- Sequence numbers for the whole call, taken once (the ids that
     -- exist leave gaps, which order nothing).
@@ -37,7 +41,7 @@ for i = 1, n do
     fresh[id] = true
     nr = nr + 2
     records[nr - 1], records[nr] = id, struct.pack(HEADER, 'w', 0, 0, due, seq, token, token) .. ARGV[at + 4]
-    scores[nr - 1], scores[nr] = due, seq .. id
+    scores[nr - 1], scores[nr] = score, seq .. id
     out[2 * i - 1], out[2 * i] = 1, due
     if first == nil or due < first then first = due end
   end
