@@ -33,6 +33,7 @@ pub(super) struct ScheduleJob {
 
 impl Batched for ScheduleJob {
     type Answer = Scheduled;
+    const REPLICATED: bool = true;
 
     fn lua() -> &'static Lua {
         &SCHEDULE

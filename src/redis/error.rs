@@ -56,6 +56,18 @@ pub enum QueueError {
     /// A value could not be encoded as, or decoded from, a JSON payload
     /// (feature `serde`).
     Json(String),
+    /// The job was scheduled on the master, but fewer replicas than
+    /// [`QueueBuilder::replicas`](super::QueueBuilder::replicas) asked for
+    /// confirmed it in time: it is there now, and lost if the master dies
+    /// before a replica has it. Scheduling the same id again is safe (it
+    /// answers [`Scheduled::Exists`](super::Scheduled::Exists) once the job
+    /// is there).
+    NotReplicated {
+        /// Replicas that confirmed the write.
+        confirmed: u32,
+        /// Replicas asked for.
+        wanted: u32,
+    },
 }
 
 impl fmt::Display for QueueError {
@@ -83,6 +95,10 @@ impl fmt::Display for QueueError {
             QueueError::WrongQueue => write!(f, "the delivery belongs to another queue"),
             QueueError::Closed => write!(f, "the consumer is closed"),
             QueueError::Json(why) => write!(f, "payload is not the expected JSON: {why}"),
+            QueueError::NotReplicated { confirmed, wanted } => write!(
+                f,
+                "scheduled on the master, but {confirmed} of {wanted} replicas confirmed it in time"
+            ),
         }
     }
 }

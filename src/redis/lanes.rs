@@ -39,6 +39,9 @@ pub(super) struct Call<J: Batched> {
 /// A kind of call that many callers can share one script call for.
 pub(super) trait Batched: Sized + Send + 'static {
     type Answer: Send + 'static;
+    /// Whether its writes wait for the replicas the queue asks for
+    /// ([`QueueBuilder::replicas`](super::QueueBuilder::replicas)).
+    const REPLICATED: bool = false;
     /// The script.
     fn lua() -> &'static Lua;
     /// Payload bytes this call adds to a script call.
@@ -140,10 +143,12 @@ async fn run_batch<J: Batched>(io: &Io, calls: Vec<Call<J>>) {
     let (jobs, replies): (Vec<J>, Vec<Reply<J::Answer>>) =
         calls.into_iter().map(|c| (c.job, c.reply)).unzip();
     let cmd = J::command(&jobs, &io.ctx);
-    let answers = io
-        .script(J::lua(), &cmd)
-        .await
-        .and_then(|reply| J::answers(reply, &jobs, &io.ctx));
+    let reply = if J::REPLICATED {
+        io.script_replicated(J::lua(), &cmd).await
+    } else {
+        io.script(J::lua(), &cmd).await
+    };
+    let answers = reply.and_then(|reply| J::answers(reply, &jobs, &io.ctx));
     match answers {
         Ok(answers) => {
             for (reply, answer) in replies.into_iter().zip(answers) {

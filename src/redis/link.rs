@@ -93,13 +93,26 @@ pub(super) struct Ctx {
 #[derive(Clone)]
 pub(super) struct Io {
     pub(super) conn: Conn,
+    /// The connection schedules wait for replicas on
+    /// ([`QueueBuilder::replicas`](super::QueueBuilder::replicas)), if any:
+    /// a `WAIT` holds its connection, and only schedules should wait.
+    pub(super) replicated: Option<Conn>,
     pub(super) ctx: Arc<Ctx>,
 }
 
 impl Io {
     /// Runs `attempt` until it succeeds, fails for good, or the retry
     /// window closes. `attempt` learns whether it is a retry.
-    pub(super) async fn retry<T, F, Fut>(&self, mut attempt: F) -> Result<T, QueueError>
+    pub(super) async fn retry<T, F, Fut>(&self, attempt: F) -> Result<T, QueueError>
+    where
+        F: FnMut(Conn, bool) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        self.retry_on(&self.conn, attempt).await
+    }
+
+    /// [`retry`](Self::retry) on a given connection.
+    async fn retry_on<T, F, Fut>(&self, conn: &Conn, mut attempt: F) -> Result<T, QueueError>
     where
         F: FnMut(Conn, bool) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
@@ -110,7 +123,7 @@ impl Io {
         let mut again = false;
         loop {
             bump(&self.ctx.counters.round_trips, 1);
-            let err = match attempt(self.conn.clone(), again).await {
+            let err = match attempt(conn.clone(), again).await {
                 Ok(value) => return Ok(value),
                 Err(err) => err,
             };
@@ -130,6 +143,38 @@ impl Io {
     /// Runs one script call with retries.
     pub(super) async fn script(&self, lua: &'static Lua, cmd: &Cmd) -> Result<Value, QueueError> {
         self.retry(|conn, _| lua.run(conn, cmd)).await
+    }
+
+    /// Runs one script call with retries, then waits until the replicas
+    /// asked for have its writes: [`QueueError::NotReplicated`] if fewer
+    /// confirm in time. Without replicas asked for, as [`script`](Self::script).
+    pub(super) async fn script_replicated(
+        &self,
+        lua: &'static Lua,
+        cmd: &Cmd,
+    ) -> Result<Value, QueueError> {
+        let o = &self.ctx.options;
+        let Some(conn) = self.replicated.as_ref().filter(|_| o.replicas > 0) else {
+            return self.script(lua, cmd).await;
+        };
+        let wanted = o.replicas;
+        let timeout_ms = u64::try_from(o.replica_timeout.as_millis()).unwrap_or(u64::MAX);
+        // A retry may find the first attempt's job and write nothing, on a
+        // connection that wrote nothing either (the first one dropped): a
+        // write of its own first puts its offset past the job's.
+        let mut touch = redis::cmd("INCRBY");
+        touch.arg(&self.ctx.keys.fixed[4]).arg(0);
+        let touch = &touch;
+        let (reply, confirmed) = self
+            .retry_on(conn, |conn, again| {
+                lua.run_and_wait(conn, cmd, again.then_some(touch), wanted, timeout_ms)
+            })
+            .await?;
+        if confirmed < wanted {
+            bump(&self.ctx.counters.failures, 1);
+            return Err(QueueError::NotReplicated { confirmed, wanted });
+        }
+        Ok(reply)
     }
 
     /// Runs one read-only command or pipeline with retries.
@@ -269,10 +314,36 @@ fn io_thread(ctx: Arc<Ctx>, rx: mpsc::UnboundedReceiver<Request>, ready: Reply<(
                 return;
             }
         };
+        if ctx.options.replicas > 0 && matches!(conn, Conn::Cluster(_)) {
+            let _ = ready.send(Err(QueueError::Config(
+                "replicas(k) is not supported on a Redis Cluster yet",
+            )));
+            return;
+        }
+        // Schedules that wait for replicas wait on a connection of their own.
+        let replicated = if ctx.options.replicas > 0 {
+            match connect(&ctx).await {
+                Ok(conn) => Some(conn),
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                    return;
+                }
+            }
+        } else {
+            None
+        };
         if ready.send(Ok(())).is_err() {
             return;
         }
-        serve(Io { conn, ctx }, rx).await;
+        serve(
+            Io {
+                conn,
+                replicated,
+                ctx,
+            },
+            rx,
+        )
+        .await;
     });
 }
 

@@ -38,6 +38,33 @@ impl Lua {
             other => other,
         }
     }
+
+    /// Runs `cmd` and then `WAIT replicas timeout_ms` in one pipeline, so
+    /// both go over the same connection (a `WAIT` counts the writes of its
+    /// own connection); `touch` first if given. Answers the script's reply
+    /// and how many replicas confirmed.
+    pub(super) async fn run_and_wait(
+        &self,
+        mut conn: Conn,
+        cmd: &Cmd,
+        touch: Option<&Cmd>,
+        replicas: u32,
+        timeout_ms: u64,
+    ) -> RedisResult<(Value, u32)> {
+        let mut pipe = redis::pipe();
+        if let Some(touch) = touch {
+            pipe.add_command(touch.clone()).ignore();
+        }
+        pipe.add_command(cmd.clone());
+        pipe.cmd("WAIT").arg(replicas).arg(timeout_ms);
+        match pipe.query_async::<(Value, u32)>(&mut conn).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.0.load_async(&mut conn).await?;
+                pipe.query_async(&mut conn).await
+            }
+            other => other,
+        }
+    }
 }
 
 /// Declares a script read from `scripts/`.

@@ -22,8 +22,14 @@ pub(super) struct Options {
     pub(super) retry_for: Duration,
     pub(super) io_timeout: Duration,
     pub(super) allow_eviction: bool,
+    /// Replicas a schedule must reach before it answers (0: none), and
+    /// how long it waits for them.
+    pub(super) replicas: u32,
+    pub(super) replica_timeout: Duration,
 }
 
+/// The most replicas a schedule can wait for.
+pub(super) const MAX_REPLICAS: u32 = 16;
 /// The longest poll interval.
 pub(super) const MAX_POLL: Duration = Duration::from_secs(3600);
 /// The longest retention (ten years).
@@ -53,6 +59,8 @@ impl Default for Options {
             retry_for: Duration::from_secs(10),
             io_timeout: Duration::from_secs(2),
             allow_eviction: false,
+            replicas: 0,
+            replica_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -62,7 +70,7 @@ impl Options {
     pub(super) fn check(&self) -> Result<(), QueueError> {
         let within = |d: Duration, min: Duration, max: Duration| d >= min && d <= max;
         let ms = Duration::from_millis(1);
-        let checks: [(bool, &'static str); 10] = [
+        let checks: [(bool, &'static str); 13] = [
             (
                 within(self.lease, ms, MAX_LEASE),
                 "the lease must be from 1 ms to 24 h",
@@ -102,6 +110,18 @@ impl Options {
             (
                 self.wake_slack <= Duration::from_secs(1),
                 "the wake-up slack must be at most 1 s",
+            ),
+            (
+                self.replicas <= MAX_REPLICAS,
+                "a schedule can wait for at most 16 replicas",
+            ),
+            (
+                within(self.replica_timeout, ms, Duration::from_secs(60)),
+                "the replica timeout must be from 1 ms to 60 s",
+            ),
+            (
+                self.replicas == 0 || self.replica_timeout < self.io_timeout,
+                "the replica timeout must be shorter than the I/O timeout (a wait is one reply)",
             ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {

@@ -34,6 +34,8 @@ struct Shared {
     lost: AtomicUsize,
     connections: AtomicUsize,
     stop: AtomicBool,
+    /// Server-to-client bytes are thrown away (a one-way partition).
+    cut: AtomicBool,
     sockets: Mutex<Vec<TcpStream>>,
 }
 
@@ -51,6 +53,7 @@ impl LossyProxy {
             lost: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
+            cut: AtomicBool::new(false),
             sockets: Mutex::new(Vec::new()),
         });
         let acceptor = {
@@ -77,6 +80,14 @@ impl LossyProxy {
     /// Whether an armed pattern is still waiting for its request.
     pub(crate) fn armed(&self) -> bool {
         !self.shared.armed.lock().unwrap().is_empty()
+    }
+
+    /// From now on, throws away everything the server sends (requests
+    /// still go through): a replica behind this proxy stops receiving the
+    /// replication stream, as behind a partition.
+    #[allow(dead_code)] // Not every test that includes the proxy cuts it.
+    pub(crate) fn cut_replies(&self) {
+        self.shared.cut.store(true, Ordering::SeqCst);
     }
 
     /// Replies lost so far.
@@ -178,6 +189,9 @@ fn replies(mut from: TcpStream, mut to: TcpStream, shared: &Shared, doomed: &Ato
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        if shared.cut.load(Ordering::SeqCst) {
+            continue;
+        }
         if doomed.load(Ordering::SeqCst) {
             shared.lost.fetch_add(1, Ordering::SeqCst);
             let _ = to.shutdown(Shutdown::Both);
