@@ -2,11 +2,14 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::ops::Bound::Unbounded;
+use core::ops::RangeBounds;
 use core::time::Duration;
 use std::time::SystemTime;
 
 use super::async_consumer::AsyncConsumer;
 use super::link::Shared;
+use super::listing::{self, Cursor, Kind, Page};
 use super::ops::{self, When};
 use super::outcome::{Cancelled, DeadLetter, Scheduled};
 use super::pending::Pending;
@@ -185,6 +188,87 @@ impl AsyncQueue {
     /// ```
     pub async fn requeue(&self, id: &str) -> Result<bool, QueueError> {
         ops::requeue(&self.shared, id)?.await
+    }
+
+    /// [`Queue::pending`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::pending`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// let page = q.pending(.., 100, None).await?;
+    /// # let _ = page;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn pending(
+        &self,
+        range: impl RangeBounds<SystemTime>,
+        limit: usize,
+        after: Option<&Cursor>,
+    ) -> Result<Page, QueueError> {
+        listing::page(
+            &self.shared,
+            Kind::Waiting,
+            listing::bounds(&range),
+            limit,
+            after,
+        )?
+        .await
+    }
+
+    /// [`Queue::in_flight`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::in_flight`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// let page = q.in_flight(100, None).await?;
+    /// # let _ = page;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn in_flight(
+        &self,
+        limit: usize,
+        after: Option<&Cursor>,
+    ) -> Result<Page, QueueError> {
+        listing::page(
+            &self.shared,
+            Kind::InFlight,
+            (Unbounded, Unbounded),
+            limit,
+            after,
+        )?
+        .await
+    }
+
+    /// [`Queue::dead`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::dead`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// let page = q.dead(100, None).await?;
+    /// # let _ = page;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn dead(&self, limit: usize, after: Option<&Cursor>) -> Result<Page, QueueError> {
+        listing::page(
+            &self.shared,
+            Kind::Dead,
+            (Unbounded, Unbounded),
+            limit,
+            after,
+        )?
+        .await
     }
 
     /// [`Queue::len`], as a future.

@@ -106,6 +106,7 @@ mod keys;
 mod knowledge;
 mod lanes;
 mod link;
+mod listing;
 mod lua;
 mod ops;
 mod options;
@@ -120,6 +121,7 @@ pub use async_queue::AsyncQueue;
 pub use builder::QueueBuilder;
 pub use consumer::Consumer;
 pub use error::QueueError;
+pub use listing::{Cursor, Listed, Page};
 pub use outcome::{Acked, Cancelled, DeadLetter, Delivery, Nacked, Scheduled};
 pub use queue::Queue;
 

@@ -3,12 +3,15 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::ops::Bound::Unbounded;
+use core::ops::RangeBounds;
 use core::time::Duration;
 use std::time::SystemTime;
 
 use super::async_queue::AsyncQueue;
 use super::consumer::Consumer;
 use super::link::Shared;
+use super::listing::{self, Cursor, Kind, Page};
 use super::ops::{self, When};
 use super::outcome::{Cancelled, DeadLetter, Scheduled};
 use super::pending::Pending;
@@ -243,6 +246,98 @@ impl Queue {
     /// ```
     pub fn requeue(&self, id: &str) -> Result<bool, QueueError> {
         ops::requeue(&self.shared, id)?.wait()
+    }
+
+    /// Waiting jobs due in `range`, earliest first: a page of at most
+    /// `limit` jobs (1 to [`MAX_PAGE`](super::MAX_PAGE)) from `after` on
+    /// (`None`: from the start). A page costs O(log n + limit), however
+    /// many jobs wait; [`Page::next`](super::Page::next) goes on.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Argument`] for a limit outside 1 to `MAX_PAGE`;
+    /// [`QueueError::DueOutOfRange`] for a bound before the epoch; Redis
+    /// unreachable for the retry window.
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// use std::time::{Duration, SystemTime};
+    /// let next_hour = SystemTime::now()..SystemTime::now() + Duration::from_secs(3600);
+    /// let mut page = q.pending(next_hour.clone(), 100, None)?;
+    /// loop {
+    ///     for job in &page.jobs {
+    ///         println!("{} due {:?}", job.id, job.due);
+    ///     }
+    ///     let Some(next) = page.next else { break };
+    ///     page = q.pending(next_hour.clone(), 100, Some(&next))?;
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pending(
+        &self,
+        range: impl RangeBounds<SystemTime>,
+        limit: usize,
+        after: Option<&Cursor>,
+    ) -> Result<Page, QueueError> {
+        listing::page(
+            &self.shared,
+            Kind::Waiting,
+            listing::bounds(&range),
+            limit,
+            after,
+        )?
+        .wait()
+    }
+
+    /// Jobs in flight (delivered, not yet acked), the soonest lease to run
+    /// out first; paged as [`pending`](Self::pending). [`Listed::at`](super::Listed::at)
+    /// is when the lease runs out.
+    ///
+    /// # Errors
+    ///
+    /// As [`pending`](Self::pending).
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// let page = q.in_flight(100, None)?;
+    /// println!("{} held, more: {}", page.jobs.len(), page.next.is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn in_flight(&self, limit: usize, after: Option<&Cursor>) -> Result<Page, QueueError> {
+        listing::page(
+            &self.shared,
+            Kind::InFlight,
+            (Unbounded, Unbounded),
+            limit,
+            after,
+        )?
+        .wait()
+    }
+
+    /// Dead-lettered jobs, oldest first; paged as [`pending`](Self::pending).
+    /// [`Listed::at`](super::Listed::at) is when the job was dead-lettered.
+    ///
+    /// # Errors
+    ///
+    /// As [`pending`](Self::pending).
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// let page = q.dead(100, None)?;
+    /// for job in &page.jobs {
+    ///     q.requeue(&job.id)?;
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn dead(&self, limit: usize, after: Option<&Cursor>) -> Result<Page, QueueError> {
+        listing::page(
+            &self.shared,
+            Kind::Dead,
+            (Unbounded, Unbounded),
+            limit,
+            after,
+        )?
+        .wait()
     }
 
     /// Jobs waiting or in flight, and dead-lettered: `(live, dead)`.
