@@ -320,3 +320,79 @@ fn a_keyed_crash_loop_loses_no_key() {
         }
     }
 }
+
+/// `keyed` pages through the pending keyed jobs in key order, each once,
+/// with its due time, in this process and after a restart; cancelled and
+/// run jobs are not listed.
+#[test]
+fn keyed_jobs_list_in_pages_across_a_restart() {
+    let dir = Scratch::new("keys-list");
+    let path = dir.path("j");
+    let hour = Duration::from_secs(3600);
+    let (timer, _, ran) = open(&path);
+    let scheduled_at = SystemTime::now();
+    for i in 0..250u64 {
+        timer
+            .schedule_keyed(&format!("order {i:03}"), hour + Duration::from_secs(i), i)
+            .unwrap();
+    }
+    for i in (0..250u64).step_by(10) {
+        assert_eq!(timer.cancel_key(&format!("order {i:03}")), Some(i));
+    }
+    timer
+        .schedule_keyed("order soon", Duration::from_millis(5), 999)
+        .unwrap();
+    wait_for(&ran, 999);
+    let walk = |timer: &DurableTimer<u64>| {
+        let mut all = Vec::new();
+        loop {
+            let page = timer.keyed(
+                all.last()
+                    .map(|j: &tickwheel::persist::KeyedJob| j.key.as_str()),
+                40,
+            );
+            let last = page.len() < 40;
+            all.extend(page);
+            if last {
+                return all;
+            }
+        }
+    };
+    let want: Vec<String> = (0..250u64)
+        .filter(|i| i % 10 != 0)
+        .map(|i| format!("order {i:03}"))
+        .collect();
+    let listed = walk(&timer);
+    assert_eq!(
+        listed.iter().map(|j| j.key.clone()).collect::<Vec<_>>(),
+        want
+    );
+    for job in &listed {
+        let i: u64 = job.key[6..].parse().unwrap();
+        let due = scheduled_at + hour + Duration::from_secs(i);
+        let off = job.due.duration_since(due).unwrap_or_else(|e| e.duration());
+        assert!(
+            off < Duration::from_secs(2),
+            "{} due {:?}, {off:?} off",
+            job.key,
+            job.due
+        );
+    }
+    assert_eq!(
+        timer.cancel(listed[0].handle),
+        Some(1),
+        "the handle names the job"
+    );
+    drop(timer);
+    let (timer, _, _) = open(&path);
+    let listed = walk(&timer);
+    assert_eq!(
+        listed.len(),
+        want.len() - 1,
+        "the one cancelled by handle is gone"
+    );
+    assert_eq!(
+        listed.iter().map(|j| j.key.clone()).collect::<Vec<_>>(),
+        want[1..]
+    );
+}

@@ -5,8 +5,10 @@
 
 use alloc::string::String;
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 use core::time::Duration;
+use std::time::SystemTime;
 
 use super::durable::DurableTimer;
 use super::format::{Record, MAX_KEY, MAX_PAYLOAD};
@@ -14,6 +16,27 @@ use super::handle::DurableHandle;
 use super::journal::Job;
 use super::payload::Payload;
 use crate::timer::{ScheduleError, ScheduleErrorKind};
+
+/// A pending keyed job, as [`DurableTimer::keyed`] lists it.
+///
+/// ```
+/// fn show(job: &tickwheel::persist::KeyedJob) -> String {
+///     format!("{} due {:?}", job.key, job.due)
+/// }
+/// # let _ = show;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyedJob {
+    /// The key it was scheduled under.
+    pub key: String,
+    /// When it is due, by the wall clock (its deadline on the timer's
+    /// clock, read now).
+    pub due: SystemTime,
+    /// Its handle, for [`cancel`](DurableTimer::cancel) and
+    /// [`reset`](DurableTimer::reset).
+    pub handle: DurableHandle,
+}
 
 impl<T> DurableTimer<T>
 where
@@ -147,5 +170,47 @@ where
         self.keys
             .get(key)
             .is_some_and(|handle| self.reset(handle, delay))
+    }
+
+    /// Pending keyed jobs in key order (bytes): at most `limit`, after
+    /// `after` (from the first if `None`). Pass the last key of a page to
+    /// get the next; a page shorter than `limit` is the last. O(log n +
+    /// limit) however many jobs are pending.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-keyed-list-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
+    /// use std::time::Duration;
+    /// for order in 1..=5 {
+    ///     jobs.schedule_keyed(&format!("order {order}"), Duration::from_secs(900), order)?;
+    /// }
+    /// let first = jobs.keyed(None, 2);
+    /// assert_eq!(first.iter().map(|j| j.key.as_str()).collect::<Vec<_>>(), ["order 1", "order 2"]);
+    /// let rest = jobs.keyed(Some(&first[1].key), 10);
+    /// assert_eq!(rest.len(), 3);
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn keyed(&self, after: Option<&str>, limit: usize) -> Vec<KeyedJob> {
+        let (now, wall) = self.timer.clock_now();
+        let held = self
+            .keys
+            .page(after, limit, |held| self.timer.is_pending(held.handle));
+        held.into_iter()
+            .filter_map(|(key, handle)| {
+                // It may have fired since the page was read: then it is not listed.
+                let deadline = self.timer.deadline(handle.handle)?;
+                let due = match deadline.checked_duration_since(now) {
+                    Some(ahead) => wall.checked_add(ahead)?,
+                    None => wall.checked_sub(now.duration_since(deadline))?,
+                };
+                Some(KeyedJob {
+                    key: String::from(&*key),
+                    due,
+                    handle,
+                })
+            })
+            .collect()
     }
 }

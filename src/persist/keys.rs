@@ -12,16 +12,19 @@
 //! handle and reused. The table's lock is held for table operations only:
 //! never across the journal's I/O, never while user code runs.
 
+use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
-use std::collections::HashMap;
+use alloc::vec::Vec;
+use core::ops::Bound;
 
 use parking_lot::Mutex;
 
 use super::handle::DurableHandle;
 
+/// Ordered by key, so a listing pages in O(log n + page).
 #[derive(Default)]
 pub(super) struct Keys {
-    table: Mutex<HashMap<Arc<str>, Slot>>,
+    table: Mutex<BTreeMap<Arc<str>, Slot>>,
 }
 
 #[derive(Clone, Copy)]
@@ -77,5 +80,26 @@ impl Keys {
         if matches!(table.get(key), Some(Slot::Held(handle)) if handle.id == id) {
             table.remove(key);
         }
+    }
+
+    /// Up to `limit` held keys after `after` (all if `None`), in key
+    /// order, each with its job, for which `pending` says the job is
+    /// still pending.
+    pub(super) fn page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+        pending: impl Fn(DurableHandle) -> bool,
+    ) -> Vec<(Arc<str>, DurableHandle)> {
+        let table = self.table.lock();
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        table
+            .range::<str, _>((from, Bound::Unbounded))
+            .filter_map(|(key, slot)| match *slot {
+                Slot::Held(handle) if pending(handle) => Some((Arc::clone(key), handle)),
+                _ => None,
+            })
+            .take(limit)
+            .collect()
     }
 }

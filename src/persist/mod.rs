@@ -65,6 +65,7 @@ pub use durable::DurableTimer;
 pub use format::Damage;
 pub use handle::{DurableHandle, Found, Recovery};
 pub use journal::{JournalError, SyncPolicy};
+pub use keyed::KeyedJob;
 pub use payload::Payload;
 
 /// The largest encoded value a [`DurableTimer`] journals: 16 MiB less a
