@@ -115,7 +115,11 @@ fn a_cursor_survives_its_job_going_or_moving() {
     queue.cancel("j06").unwrap();
     let second = queue.pending(.., 5, first.next.as_ref()).unwrap();
     let ids: Vec<&str> = second.jobs.iter().map(|j| j.id.as_str()).collect();
-    assert_eq!(ids, ["j05", "j07", "j08", "j09", "j10"], "j06 was cancelled");
+    assert_eq!(
+        ids,
+        ["j05", "j07", "j08", "j09", "j10"],
+        "j06 was cancelled"
+    );
     assert_eq!(
         second.next.as_ref().map(|c| c.to_string().is_empty()),
         Some(false)
