@@ -119,13 +119,21 @@ impl Io {
     {
         let options = &self.ctx.options;
         let started = Instant::now();
+        // An attempt is a request or two (a pipeline, a NOSCRIPT reload):
+        // a few I/O timeouts at most.
+        let attempt_bound = options.io_timeout.saturating_mul(3);
         let mut backoff = Duration::from_millis(2);
         let mut again = false;
         loop {
             bump(&self.ctx.counters.round_trips, 1);
-            let err = match attempt(conn.clone(), again).await {
-                Ok(value) => return Ok(value),
-                Err(err) => err,
+            // The client's own timeouts bound each request, but a call that
+            // waits on a cluster's topology can outlive them: this bound
+            // holds whatever the client does.
+            let err = match tokio::time::timeout(attempt_bound, attempt(conn.clone(), again)).await
+            {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(err)) => err,
+                Err(_) => RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
             };
             if !worth_retrying(&err) {
                 return Err(QueueError::Server(err.to_string()));
@@ -314,12 +322,6 @@ fn io_thread(ctx: Arc<Ctx>, rx: mpsc::UnboundedReceiver<Request>, ready: Reply<(
                 return;
             }
         };
-        if ctx.options.replicas > 0 && matches!(conn, Conn::Cluster(_)) {
-            let _ = ready.send(Err(QueueError::Config(
-                "replicas(k) is not supported on a Redis Cluster yet",
-            )));
-            return;
-        }
         // Schedules that wait for replicas wait on a connection of their own.
         let replicated = if ctx.options.replicas > 0 {
             match connect(&ctx).await {

@@ -229,6 +229,12 @@ impl RedisServer {
         SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
     }
 
+    /// Whether this server still has its process (not [`kill9`](Self::kill9)ed).
+    #[allow(dead_code)] // Only some tests include it.
+    pub(crate) fn has_process(&self) -> bool {
+        self.child.is_some()
+    }
+
     /// The process id of the current (or, after `kill9`, the last) server process.
     pub(crate) fn pid(&self) -> u32 {
         self.pid
@@ -400,6 +406,12 @@ fn fresh_dir() -> PathBuf {
 }
 
 /// A port that was free a moment ago (the OS picked it for us).
+/// The `redis-server` binary the harness runs.
+#[allow(dead_code)] // Only some tests include it.
+pub(crate) fn binary_path() -> PathBuf {
+    server_binary()
+}
+
 fn free_port() -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .unwrap_or_else(|e| panic!("cannot bind a loopback port: {e}"));

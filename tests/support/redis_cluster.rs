@@ -1,0 +1,176 @@
+//! A real Redis Cluster on loopback for a test: six `redis-server`s (3
+//! masters, 3 replicas, `cluster-enabled yes`, a 1 s node timeout), made
+//! into a cluster by `redis-cli --cluster create … --cluster-replicas 1`
+//! (the `redis-cli` beside `redis-server`), each node with its own port and
+//! data directory; every node is killed and its directory removed on drop.
+//!
+//! Include it after `redis_server.rs`: `#[path = "support/redis_cluster.rs"]
+//! mod redis_cluster;`.
+
+use core::time::Duration;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use super::redis_server::{Config, RedisServer};
+
+/// The nodes, in the order `redis-cli` was given them.
+pub(crate) struct RedisCluster {
+    pub(crate) nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts six nodes and makes a cluster of them; `None` where there is
+    /// no `redis-server` (see `RedisServer::start_with_or_skip`).
+    #[track_caller]
+    pub(crate) fn start_or_skip() -> Option<RedisCluster> {
+        let config = || {
+            Config::new()
+                .config("cluster-enabled", "yes")
+                .config("cluster-config-file", "nodes.conf")
+                .config("cluster-node-timeout", "1000")
+                // Replicas sync at once (the default waits 5 s for more):
+                // one not yet synced cannot take over.
+                .config("repl-diskless-sync-delay", "0")
+                .appendfsync(super::redis_server::Fsync::EverySec)
+        };
+        let first = RedisServer::start_with_or_skip(config())?;
+        let mut nodes = vec![first];
+        for _ in 1..6 {
+            nodes.push(RedisServer::start_with(config()));
+        }
+        let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+        args.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port())));
+        args.extend(["--cluster-replicas", "1", "--cluster-yes"].map(String::from));
+        let out = Command::new(cli())
+            .args(&args)
+            .output()
+            .expect("run redis-cli --cluster create");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cluster = RedisCluster { nodes };
+        cluster.wait_ok(Duration::from_secs(30));
+        cluster.wait_synced(Duration::from_secs(30));
+        Some(cluster)
+    }
+
+    /// Every node's URL, as seeds for `Queue::cluster_builder`.
+    pub(crate) fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    /// Waits until every running node says `cluster_state:ok` and sees
+    /// every slot served.
+    #[track_caller]
+    pub(crate) fn wait_ok(&self, within: Duration) {
+        let give_up = Instant::now() + within;
+        loop {
+            let ok = self.running().all(|n| {
+                n.try_command(&["CLUSTER", "INFO"], Duration::from_secs(1))
+                    .is_ok_and(|info| {
+                        info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384")
+                    })
+            });
+            if ok {
+                return;
+            }
+            assert!(Instant::now() < give_up, "the cluster did not become ok");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until every running master has a replica online, in sync.
+    #[track_caller]
+    pub(crate) fn wait_synced(&self, within: Duration) {
+        let give_up = Instant::now() + within;
+        loop {
+            let synced = self.running().all(|n| {
+                n.try_command(&["INFO", "replication"], Duration::from_secs(1))
+                    .is_ok_and(|info| info.contains("role:slave") || info.contains("state=online"))
+            });
+            if synced {
+                return;
+            }
+            assert!(Instant::now() < give_up, "the replicas did not sync");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn running(&self) -> impl Iterator<Item = &RedisServer> {
+        self.nodes.iter().filter(|n| n.has_process())
+    }
+
+    /// The index of the node that is master for `slot` now, as a running
+    /// node sees it; `None` while no live master serves it (a failover).
+    pub(crate) fn master_of(&self, slot: u16) -> Option<usize> {
+        let node = self.running().next().expect("a running node");
+        let nodes = node.command(&["CLUSTER", "NODES"]);
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            if fields.len() < 9 || !fields[2].contains("master") || fields[2].contains("fail") {
+                continue;
+            }
+            let serves = fields[8..].iter().any(|range| {
+                let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+                matches!((lo.parse::<u16>(), hi.parse::<u16>()), (Ok(lo), Ok(hi)) if lo <= slot && slot <= hi)
+            });
+            if serves {
+                let port: u16 = fields[1]
+                    .split(['@', ':'])
+                    .nth(1)
+                    .and_then(|p| p.parse().ok())
+                    .expect("a node's port");
+                return self.nodes.iter().position(|n| n.port() == port);
+            }
+        }
+        None
+    }
+
+    /// The index of a replica of node `master`.
+    pub(crate) fn replica_of(&self, master: usize) -> usize {
+        let id = self.nodes[master].command(&["CLUSTER", "MYID"]);
+        let id = id.lines().nth(1).expect("a node id").trim().to_owned();
+        let node = self.running().next().expect("a running node");
+        let nodes = node.command(&["CLUSTER", "NODES"]);
+        let line = nodes
+            .lines()
+            .find(|l| l.split(' ').nth(3) == Some(id.as_str()))
+            .unwrap_or_else(|| panic!("no replica of {id}:\n{nodes}"));
+        let port: u16 = line
+            .split(' ')
+            .nth(1)
+            .and_then(|a| a.split(['@', ':']).nth(1))
+            .and_then(|p| p.parse().ok())
+            .expect("a replica's port");
+        self.nodes
+            .iter()
+            .position(|n| n.port() == port)
+            .expect("one of ours")
+    }
+
+    /// The slot of `key` (`CLUSTER KEYSLOT`).
+    pub(crate) fn slot_of(&self, key: &str) -> u16 {
+        let node = self.running().next().expect("a running node");
+        let reply = node.command(&["CLUSTER", "KEYSLOT", key]);
+        reply
+            .trim()
+            .trim_start_matches(':')
+            .parse()
+            .expect("a slot number")
+    }
+}
+
+/// `redis-cli`, beside the `redis-server` the harness uses.
+fn cli() -> PathBuf {
+    let server = super::redis_server::binary_path();
+    let beside = server.with_file_name("redis-cli");
+    if beside.is_file() {
+        beside
+    } else {
+        PathBuf::from("redis-cli")
+    }
+}
