@@ -196,8 +196,9 @@ impl QueueBuilder {
     /// shorter than the I/O timeout ([`retry`](Self::retry)).
     ///
     /// The waits run on a connection of their own, so a slow replica holds
-    /// up schedules only, never claims, acks or cancels. Not on a Redis
-    /// Cluster yet: `connect` refuses it there with [`QueueError::Config`].
+    /// up schedules only, never claims, acks or cancels. On a Redis
+    /// Cluster the wait goes to every master and counts the least of
+    /// their replicas, so every shard needs `replicas` of them.
     ///
     /// ```
     /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
