@@ -47,7 +47,7 @@ use std::panic::catch_unwind;
 use super::executor::{Executor, Rejected, Why};
 use super::job::{Job, Make};
 use super::shard::{Shard, Shared, FINISHING, RUNNING, STOPPING};
-use super::slack::Class;
+use super::slack::{BySlack, Class};
 use super::sync::{thread, Ordering};
 use super::{Expired, TimerHandle};
 use crate::Tick;
@@ -83,6 +83,7 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
     precise_sleeps();
     *shared.driver.lock() = Some(thread::current());
     let mut batch = Vec::with_capacity(BATCH);
+    let mut by_slack = BySlack::new();
     loop {
         // Announce a scan: deadlines lowered into `next_wake` from here on
         // are picked up by this pass's final `fetch_min`.
@@ -93,7 +94,7 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
             return;
         }
         let pass = shared.passes.start();
-        let next = fire_due(shared, &mut batch);
+        let next = fire_due(shared, &mut by_slack, &mut batch);
         shared.passes.complete(pass);
         if state == FINISHING {
             return;
@@ -151,12 +152,13 @@ fn precise_sleeps() {}
 /// strict order with zero slack).
 fn fire_due<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
+    by_slack: &mut BySlack,
     batch: &mut Vec<Fire<T>>,
 ) -> Tick {
-    let (classes, class_count) = shared.classes.by_slack();
     let (now, now_up) = shared.time.now_tick();
     let mut next = Tick::MAX;
-    for &class in &classes[..class_count] {
+    for &index in by_slack.update(&shared.classes) {
+        let class = shared.classes.get(index);
         if class.slack == 0 {
             next = next.min(fire_precise(shared, class, now, now_up, batch));
             continue;

@@ -32,11 +32,21 @@
 //! and the deadline in the wheel is the one asked for.
 //!
 //! Classes are registered as handles ask for them
-//! ([`Timer::with_slack`](super::Timer::with_slack)) and never removed; at
-//! most [`MAX_CLASSES`]. Class 0 has zero slack, class 1 the builder's
-//! default (unless that is zero too). Past the limit a new slack shares the
-//! class with the largest slack below it: a narrower window, never a wider
-//! one.
+//! ([`Timer::with_slack`](super::Timer::with_slack)) and never removed,
+//! and there is a class for any slack, so none can run out:
+//!
+//! | slack asked, in ticks | class | its slack |
+//! |---|---|---|
+//! | 0 | class 0 | 0 |
+//! | `2^k` | the power of two `k` | `2^k` |
+//! | one of the first [`EXACT`] other slacks asked for (the builder's default first) | an exact class | the slack asked |
+//! | any other, in `[2^k, 2^(k+1))` | the power of two `k` | `2^k` |
+//!
+//! So a program with a few slacks gets each exactly, and one that computes
+//! a slack per timer (a tenth of its delay, say) gets at least half of
+//! each, never more: rounding goes down, so a window never widens. At most
+//! 1 + 16 + 64 classes, and a pass visits only those registered, least
+//! slack first ([`BySlack`]), not all 81.
 
 use core::time::Duration;
 
@@ -44,15 +54,32 @@ use super::executor::Executor;
 use super::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 use super::Timer;
 
-/// Most slack classes one timer keeps.
-pub(super) const MAX_CLASSES: usize = 16;
+/// Slacks (other than zero and powers of two) that keep their exact
+/// value: the first ones asked for, the builder's default first.
+pub(super) const EXACT: usize = 16;
+
+/// Power-of-two classes, one per bit of a `u64` slack.
+const POWERS: usize = 64;
+
+/// Most slack classes one timer can have: zero, [`EXACT`], [`POWERS`].
+pub(super) const MAX_CLASSES: usize = 1 + EXACT + POWERS;
 
 /// The registry of a timer's slack classes.
+///
+/// Class indices are handed out in the order classes are registered, so
+/// classes `0..len` are the ones in use. A class is written once, under
+/// `register`, and published by a release store of what names it (`len`,
+/// `exact_len`, `powers[k]`).
 pub(super) struct Classes {
     /// Slack of class `i`, in ticks; classes `0..len` are in use and
     /// never change.
     slack: [AtomicU64; MAX_CLASSES],
     len: AtomicUsize,
+    /// The exact classes, `0..exact_len` of them.
+    exact: [AtomicUsize; EXACT],
+    exact_len: AtomicUsize,
+    /// The class of slack `2^k`, by `k`; 0 (zero slack's) until registered.
+    powers: [AtomicUsize; POWERS],
     /// Taken to register a class.
     register: Mutex<()>,
     /// The largest lead, in ticks (20 µs).
@@ -72,12 +99,15 @@ impl Classes {
     /// The most a class's wake-up leads the end of its windows.
     pub(super) const MAX_LEAD: core::time::Duration = core::time::Duration::from_micros(20);
 
-    /// Class 0 with zero slack, and class 1 with `default` ticks (if not
-    /// zero); `max_lead` is 20 µs in ticks.
+    /// Class 0 with zero slack, and the class of `default` ticks; `max_lead`
+    /// is 20 µs in ticks.
     pub(super) fn new(default: u64, max_lead: u64) -> Self {
         let classes = Classes {
             slack: core::array::from_fn(|_| AtomicU64::new(0)),
             len: AtomicUsize::new(1),
+            exact: core::array::from_fn(|_| AtomicUsize::new(0)),
+            exact_len: AtomicUsize::new(0),
+            powers: core::array::from_fn(|_| AtomicUsize::new(0)),
             register: Mutex::new(()),
             max_lead,
         };
@@ -85,34 +115,71 @@ impl Classes {
         classes
     }
 
-    /// The class of timers with `slack` ticks, registered if new.
+    /// The class of timers with `slack` ticks (the table in the module
+    /// docs), registered if new.
     pub(super) fn class_of(&self, slack: u64) -> u16 {
-        if let Some(index) = self.find(slack) {
+        if slack == 0 {
+            return 0;
+        }
+        if slack.is_power_of_two() {
+            return self.power(slack.ilog2());
+        }
+        if let Some(index) = self.find_exact(slack) {
             return index;
+        }
+        {
+            let _register = self.register.lock();
+            if let Some(index) = self.find_exact(slack) {
+                return index;
+            }
+            let exact = self.exact_len.load(Ordering::Relaxed);
+            if exact < EXACT {
+                let index = self.push(slack);
+                self.exact[exact].store(usize::from(index), Ordering::Relaxed);
+                // Publishes the class with the count.
+                self.exact_len.store(exact + 1, Ordering::Release);
+                return index;
+            }
+        }
+        // Every exact class taken: round down to a power of two.
+        self.power(slack.ilog2())
+    }
+
+    fn find_exact(&self, slack: u64) -> Option<u16> {
+        let exact = self.exact_len.load(Ordering::Acquire);
+        self.exact[..exact]
+            .iter()
+            .map(|index| index.load(Ordering::Relaxed))
+            .find(|&index| self.slack[index].load(Ordering::Relaxed) == slack)
+            .map(|index| index as u16)
+    }
+
+    /// The class of slack `2^k` ticks, registered if new.
+    fn power(&self, k: u32) -> u16 {
+        let cell = &self.powers[k as usize];
+        let index = cell.load(Ordering::Acquire);
+        if index != 0 {
+            return index as u16;
         }
         let _register = self.register.lock();
-        let len = self.len.load(Ordering::Acquire);
-        if let Some(index) = self.find(slack) {
-            return index;
+        let index = cell.load(Ordering::Relaxed);
+        if index != 0 {
+            return index as u16;
         }
-        if len == MAX_CLASSES {
-            // Full: the largest slack below, which class 0 (zero) bounds.
-            return (0..len)
-                .filter(|&i| self.slack[i].load(Ordering::Relaxed) <= slack)
-                .max_by_key(|&i| self.slack[i].load(Ordering::Relaxed))
-                .unwrap_or(0) as u16;
-        }
+        let index = self.push(1 << k);
+        // Publishes the class with its index.
+        cell.store(usize::from(index), Ordering::Release);
+        index
+    }
+
+    /// Registers a class of `slack` ticks; under `register`. There is
+    /// room: each class of zero, [`EXACT`] and [`POWERS`] is pushed once.
+    fn push(&self, slack: u64) -> u16 {
+        let len = self.len.load(Ordering::Relaxed);
         self.slack[len].store(slack, Ordering::Relaxed);
         // Publishes the slack with the length.
         self.len.store(len + 1, Ordering::Release);
         len as u16
-    }
-
-    fn find(&self, slack: u64) -> Option<u16> {
-        let len = self.len.load(Ordering::Acquire);
-        (0..len)
-            .find(|&i| self.slack[i].load(Ordering::Relaxed) == slack)
-            .map(|i| i as u16)
     }
 
     /// Class `index` (one handed out by `class_of`).
@@ -126,18 +193,38 @@ impl Classes {
             wake_after: slack - lead,
         }
     }
+}
 
-    /// Every class, least slack first: the order a pass fires them in, so
-    /// that a timer with little slack never waits behind a batch of
-    /// timers with much.
-    pub(super) fn by_slack(&self) -> ([Class; MAX_CLASSES], usize) {
-        let len = self.len.load(Ordering::Acquire);
-        let mut classes = [self.get(0); MAX_CLASSES];
-        for (index, class) in classes.iter_mut().enumerate().take(len) {
-            *class = self.get(index as u16);
+/// The classes in use, least slack first: the order a pass fires them in,
+/// so that a timer with little slack never waits behind a batch of timers
+/// with much. The driver keeps one and sorts again only when a class has
+/// been registered since.
+pub(super) struct BySlack {
+    order: [u16; MAX_CLASSES],
+    len: usize,
+}
+
+impl BySlack {
+    pub(super) fn new() -> Self {
+        BySlack {
+            order: [0; MAX_CLASSES],
+            len: 0,
         }
-        classes[..len].sort_unstable_by_key(|class| class.slack);
-        (classes, len)
+    }
+
+    /// The indices of every class in use, least slack first.
+    pub(super) fn update(&mut self, classes: &Classes) -> &[u16] {
+        let len = classes.len.load(Ordering::Acquire);
+        if len != self.len {
+            for (index, slot) in self.order[..len].iter_mut().enumerate() {
+                *slot = index as u16;
+            }
+            self.order[..len].sort_unstable_by_key(|&index| {
+                classes.slack[usize::from(index)].load(Ordering::Relaxed)
+            });
+            self.len = len;
+        }
+        &self.order[..self.len]
     }
 }
 
@@ -157,16 +244,23 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// its slack across [`reset`](Self::reset)s; the slack of a fixed-rate
     /// timer's run never moves the next run, which stays on its grid.
     ///
-    /// Slack is counted in whole ticks, rounded down: a slack below one
-    /// tick is zero. Timers with the same slack form a class; a timer keeps
-    /// at most 16 classes, shared by all its handles and never freed, and
-    /// past that a new slack shares the class of the largest slack below
-    /// it (a narrower window, never a wider one): check
-    /// [`slack`](Self::slack) on the returned handle when slacks are
-    /// computed per timer. Clones of the returned handle
-    /// keep its slack. Every handle reaches the same timers: cancel, reset
-    /// and stop through any of them. [`Stats::in_window`] and
-    /// [`Stats::overshoot`] report how runs kept to their windows.
+    /// Any slack works, and the one in force never exceeds the one asked
+    /// for; [`slack`](Self::slack) on the returned handle reports it:
+    ///
+    /// - Slack is counted in whole ticks, rounded down: a slack below one
+    ///   [tick](super::Builder::tick) is zero.
+    /// - Timers with the same slack form a class, shared by all the
+    ///   timer's handles and never freed. Zero, a power of two ticks, and
+    ///   the first 16 other slacks asked for (the builder's default among
+    ///   them) keep their exact value. Past those, a slack rounds down to a
+    ///   power of two ticks: at least half of it, never more (with the
+    ///   default 1 µs tick, 100 ms becomes 65.536 ms). So a slack computed
+    ///   per timer is safe, though its window may narrow.
+    ///
+    /// Clones of the returned handle keep its slack. Every handle reaches
+    /// the same timers: cancel, reset and stop through any of them.
+    /// [`Stats::in_window`] and [`Stats::overshoot`] report how runs kept
+    /// to their windows.
     ///
     /// ```
     /// use std::time::Duration;
@@ -176,6 +270,13 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// let precise = timer.with_slack(Duration::ZERO);
     /// let relaxed = timer.with_slack(Duration::from_millis(50));
     /// assert_eq!(precise.slack(), Duration::ZERO);
+    /// assert_eq!(relaxed.slack(), Duration::from_millis(50));
+    /// for quarter in 1..=40 {
+    ///     // Slacks computed per timer: past the first few, they round down.
+    ///     let slack = Duration::from_millis(quarter) / 4;
+    ///     let handle = timer.with_slack(slack);
+    ///     assert!(handle.slack() <= slack && handle.slack() >= slack / 2);
+    /// }
     ///
     /// precise.run_after(Duration::from_micros(250), || println!("on the dot"))?;
     /// let idle = relaxed.run_after(Duration::from_secs(30), || println!("idle: close"))?;
@@ -219,21 +320,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn classes_are_found_registered_and_capped() {
+    fn slacks_get_exact_classes_then_powers_of_two() {
         let classes = Classes::new(1_000, 20);
         assert_eq!(classes.class_of(0), 0);
-        assert_eq!(classes.class_of(1_000), 1);
-        let c = classes.class_of(100);
-        assert_eq!(c, 2);
+        assert_eq!(classes.class_of(1_000), 1, "the default: exact");
+        assert_eq!(classes.class_of(100), 2);
         assert_eq!(classes.class_of(100), 2, "found again");
-        for slack in 3..MAX_CLASSES as u64 {
-            assert_eq!(classes.class_of(slack * 10_000), slack as u16);
+        assert_eq!(classes.get(classes.class_of(4_096)).slack, 4_096);
+        // The other exact classes: 14 more.
+        for slack in 2..EXACT as u64 {
+            let class = classes.class_of(slack * 1_000 + 1);
+            assert_eq!(classes.get(class).slack, slack * 1_000 + 1);
         }
-        // Full: 150 shares the class of 100, the largest slack below it.
-        assert_eq!(classes.class_of(150), 2);
-        let (order, len) = classes.by_slack();
-        assert_eq!(len, MAX_CLASSES);
-        assert!(order[..len].windows(2).all(|w| w[0].slack <= w[1].slack));
+        assert_eq!(classes.class_of(2_001), classes.class_of(2_001));
+        // Past them: the power of two below, which 4,096 already has.
+        assert_eq!(classes.get(classes.class_of(150)).slack, 128);
+        assert_eq!(classes.class_of(5_000), classes.class_of(4_096));
+        assert_eq!(classes.get(classes.class_of(u64::MAX)).slack, 1 << 63);
+        // Any slack at all fits, in at least half of it.
+        let mut slack = 3u64;
+        while slack < u64::MAX / 3 {
+            let got = classes.get(classes.class_of(slack)).slack;
+            assert!(got <= slack && got > slack / 2, "{slack}: {got}");
+            slack = slack * 3 + 1;
+        }
+        let len = classes.len.load(Ordering::Relaxed);
+        assert!(len <= MAX_CLASSES);
+        let mut by_slack = BySlack::new();
+        let order = by_slack.update(&classes);
+        assert_eq!(order.len(), len);
+        let slacks: alloc::vec::Vec<u64> = order.iter().map(|&i| classes.get(i).slack).collect();
+        assert!(slacks.windows(2).all(|w| w[0] < w[1]), "{slacks:?}");
+        let more = classes.class_of(6);
+        assert!(by_slack.update(&classes).contains(&more), "sorted again");
     }
 
     #[test]
