@@ -325,10 +325,12 @@ fn record_fire<T: Send + 'static, E: Executor<T>>(
     slack: Tick,
 ) -> std::time::Instant {
     let deadline = shared.time.instant_of(deadline);
-    let late = shared.time.now().saturating_duration_since(deadline);
-    shared
-        .counters
-        .lateness(late, shared.time.duration_of(slack));
+    match shared.time.now().checked_duration_since(deadline) {
+        Some(late) => shared
+            .counters
+            .lateness(late, shared.time.duration_of(slack)),
+        None => shared.counters.early(),
+    }
     shared.counters.fired.fetch_add(1, Ordering::Relaxed);
     deadline
 }
