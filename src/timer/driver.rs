@@ -43,9 +43,11 @@
 use alloc::vec::Vec;
 use core::panic::AssertUnwindSafe;
 use std::panic::catch_unwind;
+use std::time::Instant;
 
 use super::executor::{Executor, Rejected, Why};
 use super::job::{Job, Make};
+use super::latency::WakeLatency;
 use super::shard::{Shard, Shared, FINISHING, RUNNING, STOPPING};
 use super::slack::{BySlack, Class};
 use super::sync::{thread, Ordering};
@@ -84,6 +86,9 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
     *shared.driver.lock() = Some(thread::current());
     let mut batch = Vec::with_capacity(BATCH);
     let mut by_slack = BySlack::new();
+    // How late the OS wakes this thread, and the lead last published.
+    let mut latency = WakeLatency::new();
+    let mut lead = 0;
     loop {
         // Announce a scan: deadlines lowered into `next_wake` from here on
         // are picked up by this pass's final `fetch_min`.
@@ -108,8 +113,35 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         if wake <= shared.time.now_tick().0 || shared.state.load(Ordering::SeqCst) != RUNNING {
             continue;
         }
-        let deadline = (wake != Tick::MAX).then(|| shared.time.instant_of(wake));
-        shared.time.clock.sleep_until(deadline);
+        if wake == Tick::MAX {
+            shared.time.clock.sleep_until(None);
+            continue;
+        }
+        // In the future: `wake` is past the tick now is in.
+        let aim = shared.time.instant_of(wake);
+        shared.time.clock.sleep_until(Some(aim));
+        learn(shared, &mut latency, &mut lead, aim);
+    }
+}
+
+/// After a timed sleep aimed at `aim`: if it ran to its end, records how
+/// late it returned, and publishes the lead that gives when it moves
+/// (`slack.rs`, the rule). A sleep cut short (an unpark, a spurious
+/// wake-up) says nothing of the OS's lateness.
+fn learn<T: Send + 'static, E: Executor<T>>(
+    shared: &Shared<T, E>,
+    latency: &mut WakeLatency,
+    published: &mut u64,
+    aim: Instant,
+) {
+    let Some(late) = shared.time.now().checked_duration_since(aim) else {
+        return;
+    };
+    latency.record(late);
+    let lead = shared.time.ticks_in(latency.lead());
+    if lead != *published {
+        *published = lead;
+        shared.classes.learn_lead(lead);
     }
 }
 
