@@ -7,7 +7,7 @@
 //! short by an unpark or a spurious wake-up say nothing about it and are
 //! not counted. The samples go into a histogram of [`BUCKETS`] log-linear
 //! buckets (four to each doubling, so a bucket's upper edge is at most
-//! 25 % above any sample in it), from under 1 µs to 64 ms and above. The
+//! 25 % above any sample in it), from under 1 µs to 67 ms and above. The
 //! estimate is the upper edge of the bucket that holds the
 //! [`QUANTILE`]: a sample at most that late, in all but the last 0.5 %.
 //! Every [`DECAY`] samples the counts are halved, so the histogram
