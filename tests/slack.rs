@@ -277,3 +277,49 @@ fn a_precise_timer_does_not_wait_behind_a_long_loose_batch() {
     assert!(late <= 33 * 10 * US, "the precise timer was {late:?} late");
     assert_eq!(timer.stats().fired, 501);
 }
+
+/// Any number of slacks works (issue 25, defect 6): 100 distinct ones on
+/// one timer each get a slack no wider than asked and at least half of it
+/// (`Timer::slack` reports the one in force), and a timer with each fires
+/// inside that window. The old registry held 16 classes and then narrowed
+/// a new slack to the largest class below it: 100 ms got 15 ms.
+#[test]
+fn every_slack_gets_a_class_and_keeps_its_window() {
+    let (clock, timer, rx) = recording_timer();
+    let start = clock.now();
+    let asked: Vec<Duration> = (1..=100).map(|ms| ms * MS).collect();
+    let timers = delays(100, 4);
+    let mut slacks = Vec::new();
+    for (i, (&slack, &delay)) in asked.iter().zip(&timers).enumerate() {
+        let handle = timer.with_slack(slack);
+        let got = handle.slack();
+        assert!(got <= slack && got >= slack / 2, "{slack:?}: {got:?}");
+        assert_eq!(timer.with_slack(slack).slack(), got, "the same class");
+        handle.schedule(delay, i).unwrap();
+        slacks.push(got);
+    }
+    drive(&clock, &timer, None);
+    let fired: Vec<_> = rx.try_iter().collect();
+    assert_eq!(fired.len(), 100);
+    for (i, deadline, at) in fired {
+        assert_eq!(deadline, start + timers[i]);
+        assert!(at >= deadline, "timer {i} fired early");
+        assert!(at - deadline <= slacks[i], "timer {i}: {:?}", at - deadline);
+    }
+    assert_eq!(timer.stats().in_window, 100);
+}
+
+/// The case the issue reported: after slacks of 2 to 16 ms, 100 ms used to
+/// narrow to 15 ms; it now rounds down to a power of two ticks.
+#[test]
+fn a_slack_past_the_first_sixteen_rounds_down_to_a_power_of_two() {
+    let (_, timer, _rx) = recording_timer::<u32>();
+    for ms in 2..=16 {
+        let _ = timer.with_slack(ms * MS);
+    }
+    let slack = timer.with_slack(100 * MS).slack();
+    assert!(slack >= 64 * MS && slack <= 100 * MS, "{slack:?}");
+    assert_eq!(slack, 65_536 * US, "2^16 ticks of 1 µs");
+    assert_eq!(timer.slack(), MS, "the default keeps its own");
+    assert_eq!(timer.with_slack(2 * MS).slack(), 2 * MS, "still exact");
+}

@@ -19,7 +19,9 @@ use super::sync::{Arc, Mutex, Thread};
 ///   thread. It must return no later than shortly after `deadline` (`None`:
 ///   no deadline), and promptly once the driver thread is unparked
 ///   (`Thread::unpark`), including an unpark that came before the call. It
-///   may return early; the driver re-checks.
+///   may return early; the driver re-checks. How late it returns after a
+///   deadline, by [`now`](Clock::now), is what the driver learns and
+///   then wakes that much ahead of a window's end (`Timer::with_slack`).
 /// - Neither may panic.
 ///
 /// [`SystemClock`] is the real one; `ManualClock` (feature `test-util`) moves

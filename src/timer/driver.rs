@@ -43,11 +43,13 @@
 use alloc::vec::Vec;
 use core::panic::AssertUnwindSafe;
 use std::panic::catch_unwind;
+use std::time::Instant;
 
 use super::executor::{Executor, Rejected, Why};
 use super::job::{Job, Make};
+use super::latency::WakeLatency;
 use super::shard::{Shard, Shared, FINISHING, RUNNING, STOPPING};
-use super::slack::Class;
+use super::slack::{BySlack, Class};
 use super::sync::{thread, Ordering};
 use super::{Expired, TimerHandle};
 use crate::Tick;
@@ -83,6 +85,10 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
     precise_sleeps();
     *shared.driver.lock() = Some(thread::current());
     let mut batch = Vec::with_capacity(BATCH);
+    let mut by_slack = BySlack::new();
+    // How late the OS wakes this thread, and the lead last published.
+    let mut latency = WakeLatency::new();
+    let mut lead = 0;
     loop {
         // Announce a scan: deadlines lowered into `next_wake` from here on
         // are picked up by this pass's final `fetch_min`.
@@ -93,7 +99,7 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
             return;
         }
         let pass = shared.passes.start();
-        let next = fire_due(shared, &mut batch);
+        let next = fire_due(shared, &mut by_slack, &mut batch);
         shared.passes.complete(pass);
         if state == FINISHING {
             return;
@@ -107,8 +113,35 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         if wake <= shared.time.now_tick().0 || shared.state.load(Ordering::SeqCst) != RUNNING {
             continue;
         }
-        let deadline = (wake != Tick::MAX).then(|| shared.time.instant_of(wake));
-        shared.time.clock.sleep_until(deadline);
+        if wake == Tick::MAX {
+            shared.time.clock.sleep_until(None);
+            continue;
+        }
+        // In the future: `wake` is past the tick now is in.
+        let aim = shared.time.instant_of(wake);
+        shared.time.clock.sleep_until(Some(aim));
+        learn(shared, &mut latency, &mut lead, aim);
+    }
+}
+
+/// After a timed sleep aimed at `aim`: if it ran to its end, records how
+/// late it returned, and publishes the lead that gives when it moves
+/// (`slack.rs`, the rule). A sleep cut short (an unpark, a spurious
+/// wake-up) says nothing of the OS's lateness.
+fn learn<T: Send + 'static, E: Executor<T>>(
+    shared: &Shared<T, E>,
+    latency: &mut WakeLatency,
+    published: &mut u64,
+    aim: Instant,
+) {
+    let Some(late) = shared.time.now().checked_duration_since(aim) else {
+        return;
+    };
+    latency.record(late);
+    let lead = shared.time.ticks_in(latency.lead());
+    if lead != *published {
+        *published = lead;
+        shared.classes.learn_lead(lead);
     }
 }
 
@@ -151,12 +184,13 @@ fn precise_sleeps() {}
 /// strict order with zero slack).
 fn fire_due<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
+    by_slack: &mut BySlack,
     batch: &mut Vec<Fire<T>>,
 ) -> Tick {
-    let (classes, class_count) = shared.classes.by_slack();
     let (now, now_up) = shared.time.now_tick();
     let mut next = Tick::MAX;
-    for &class in &classes[..class_count] {
+    for &index in by_slack.update(&shared.classes) {
+        let class = shared.classes.get(index);
         if class.slack == 0 {
             next = next.min(fire_precise(shared, class, now, now_up, batch));
             continue;
@@ -323,10 +357,12 @@ fn record_fire<T: Send + 'static, E: Executor<T>>(
     slack: Tick,
 ) -> std::time::Instant {
     let deadline = shared.time.instant_of(deadline);
-    let late = shared.time.now().saturating_duration_since(deadline);
-    shared
-        .counters
-        .lateness(late, shared.time.duration_of(slack));
+    match shared.time.now().checked_duration_since(deadline) {
+        Some(late) => shared
+            .counters
+            .lateness(late, shared.time.duration_of(slack)),
+        None => shared.counters.early(),
+    }
     shared.counters.fired.fetch_add(1, Ordering::Relaxed);
     deadline
 }

@@ -14,6 +14,7 @@
 //! | `job.rs` | what a wheel entry holds; a repeating timer's cadence (state table) |
 //! | `shard.rs` | the shared state: shards, lifecycle (state table), ground rules of locking |
 //! | `slack.rs` | `Timer::with_slack`, slack classes, and when the driver wakes for them |
+//! | `latency.rs` | how late the OS wakes the driver, learned: the lead of those wake-ups |
 //! | `driver.rs` | the driver loop and the wake-up protocol |
 //! | `owner.rs` | stopping: the last handle stops the driver |
 //! | `time.rs` | `Instant` ↔ tick conversion, and its rounding rules |
@@ -47,6 +48,7 @@ mod inspect;
 #[cfg(feature = "async")]
 mod interval;
 mod job;
+mod latency;
 #[cfg(all(test, any(loom, feature = "test-util")))]
 mod models;
 mod owner;

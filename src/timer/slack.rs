@@ -16,10 +16,24 @@
 //! window is about to close: the greedy schedule, which needs the fewest
 //! wake-ups of any that keeps each timer inside its window.
 //!
-//! `lead_c` = min(`s_c` / 8, 20 µs) wakes the driver a little before the
-//! window closes, because the OS wakes a thread late: on the benchmark VM,
-//! 6–12 µs at the median with the kernel's own timer slack turned off
-//! (`driver.rs`). A class of zero slack wakes at the exact deadline.
+//! `lead_c` wakes the driver a little before the window closes, because
+//! the OS wakes a thread late, by how much depending on the machine and
+//! its load: 6–12 µs at the median on the benchmark VM with the kernel's
+//! own timer slack off (`driver.rs`); 0.6–0.8 ms at p99 and 1.4–2.8 ms at
+//! p99.5 on a 2-core VM with a busy thread on each core (and builds of
+//! other processes besides). No fixed lead
+//! fits both, so the driver learns it (`latency.rs`): after each timed
+//! sleep that ran to its end it records how late it woke, and keeps a
+//! decaying estimate of the 99.5th percentile, `L`. Then
+//!
+//! `lead_c` = min(`s_c`, max(min(`s_c` / 8, 20 µs), `L` + 10 µs))
+//!
+//! The 10 µs cover the pass's own work before the hand-off. Before
+//! anything is learned, or on a clock that is never late (a manual clock
+//! driven to each wake-up), the lead is min(`s_c` / 8, 20 µs). A class
+//! whose slack is below `L` wakes at its earliest deadline, as a class of
+//! zero slack always does. However early it wakes, the driver fires only
+//! timers whose deadline has passed: nothing fires early.
 //!
 //! Why not file each timer at a tick shared with others inside its window
 //! (the core's [`coalesce`](crate::wheel::coalesce), which the first
@@ -32,11 +46,21 @@
 //! and the deadline in the wheel is the one asked for.
 //!
 //! Classes are registered as handles ask for them
-//! ([`Timer::with_slack`](super::Timer::with_slack)) and never removed; at
-//! most [`MAX_CLASSES`]. Class 0 has zero slack, class 1 the builder's
-//! default (unless that is zero too). Past the limit a new slack shares the
-//! class with the largest slack below it: a narrower window, never a wider
-//! one.
+//! ([`Timer::with_slack`](super::Timer::with_slack)) and never removed,
+//! and there is a class for any slack, so none can run out:
+//!
+//! | slack asked, in ticks | class | its slack |
+//! |---|---|---|
+//! | 0 | class 0 | 0 |
+//! | `2^k` | the power of two `k` | `2^k` |
+//! | one of the first [`EXACT`] other slacks asked for (the builder's default first) | an exact class | the slack asked |
+//! | any other, in `[2^k, 2^(k+1))` | the power of two `k` | `2^k` |
+//!
+//! So a program with a few slacks gets each exactly, and one that computes
+//! a slack per timer (a tenth of its delay, say) gets at least half of
+//! each, never more: rounding goes down, so a window never widens. At most
+//! 1 + 16 + 64 classes, and a pass visits only those registered, least
+//! slack first ([`BySlack`]), not all 81.
 
 use core::time::Duration;
 
@@ -44,19 +68,40 @@ use super::executor::Executor;
 use super::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 use super::Timer;
 
-/// Most slack classes one timer keeps.
-pub(super) const MAX_CLASSES: usize = 16;
+/// Slacks (other than zero and powers of two) that keep their exact
+/// value: the first ones asked for, the builder's default first.
+pub(super) const EXACT: usize = 16;
+
+/// Power-of-two classes, one per bit of a `u64` slack.
+const POWERS: usize = 64;
+
+/// Most slack classes one timer can have: zero, [`EXACT`], [`POWERS`].
+pub(super) const MAX_CLASSES: usize = 1 + EXACT + POWERS;
 
 /// The registry of a timer's slack classes.
+///
+/// Class indices are handed out in the order classes are registered, so
+/// classes `0..len` are the ones in use. A class is written once, under
+/// `register`, and published by a release store of what names it (`len`,
+/// `exact_len`, `powers[k]`).
 pub(super) struct Classes {
     /// Slack of class `i`, in ticks; classes `0..len` are in use and
     /// never change.
     slack: [AtomicU64; MAX_CLASSES],
     len: AtomicUsize,
+    /// The exact classes, `0..exact_len` of them.
+    exact: [AtomicUsize; EXACT],
+    exact_len: AtomicUsize,
+    /// The class of slack `2^k`, by `k`; 0 (zero slack's) until registered.
+    powers: [AtomicUsize; POWERS],
     /// Taken to register a class.
     register: Mutex<()>,
-    /// The largest lead, in ticks (20 µs).
+    /// The largest fixed lead, in ticks (20 µs).
     max_lead: u64,
+    /// The lead learned from the OS's lateness, in ticks (`latency.rs`);
+    /// written by the driver. Any value is safe: it moves wake-ups inside
+    /// windows, never a timer's firing before its deadline.
+    learned: AtomicU64,
 }
 
 /// A class's index, its slack and how long after a deadline the driver
@@ -72,72 +117,146 @@ impl Classes {
     /// The most a class's wake-up leads the end of its windows.
     pub(super) const MAX_LEAD: core::time::Duration = core::time::Duration::from_micros(20);
 
-    /// Class 0 with zero slack, and class 1 with `default` ticks (if not
-    /// zero); `max_lead` is 20 µs in ticks.
+    /// Class 0 with zero slack, and the class of `default` ticks; `max_lead`
+    /// is 20 µs in ticks.
     pub(super) fn new(default: u64, max_lead: u64) -> Self {
         let classes = Classes {
             slack: core::array::from_fn(|_| AtomicU64::new(0)),
             len: AtomicUsize::new(1),
+            exact: core::array::from_fn(|_| AtomicUsize::new(0)),
+            exact_len: AtomicUsize::new(0),
+            powers: core::array::from_fn(|_| AtomicUsize::new(0)),
             register: Mutex::new(()),
             max_lead,
+            learned: AtomicU64::new(0),
         };
         classes.class_of(default);
         classes
     }
 
-    /// The class of timers with `slack` ticks, registered if new.
+    /// The class of timers with `slack` ticks (the table in the module
+    /// docs), registered if new.
     pub(super) fn class_of(&self, slack: u64) -> u16 {
-        if let Some(index) = self.find(slack) {
+        if slack == 0 {
+            return 0;
+        }
+        if slack.is_power_of_two() {
+            return self.power(slack.ilog2());
+        }
+        if let Some(index) = self.find_exact(slack) {
             return index;
+        }
+        {
+            let _register = self.register.lock();
+            if let Some(index) = self.find_exact(slack) {
+                return index;
+            }
+            let exact = self.exact_len.load(Ordering::Relaxed);
+            if exact < EXACT {
+                let index = self.push(slack);
+                self.exact[exact].store(usize::from(index), Ordering::Relaxed);
+                // Publishes the class with the count.
+                self.exact_len.store(exact + 1, Ordering::Release);
+                return index;
+            }
+        }
+        // Every exact class taken: round down to a power of two.
+        self.power(slack.ilog2())
+    }
+
+    fn find_exact(&self, slack: u64) -> Option<u16> {
+        let exact = self.exact_len.load(Ordering::Acquire);
+        self.exact[..exact]
+            .iter()
+            .map(|index| index.load(Ordering::Relaxed))
+            .find(|&index| self.slack[index].load(Ordering::Relaxed) == slack)
+            .map(|index| index as u16)
+    }
+
+    /// The class of slack `2^k` ticks, registered if new.
+    fn power(&self, k: u32) -> u16 {
+        let cell = &self.powers[k as usize];
+        let index = cell.load(Ordering::Acquire);
+        if index != 0 {
+            return index as u16;
         }
         let _register = self.register.lock();
-        let len = self.len.load(Ordering::Acquire);
-        if let Some(index) = self.find(slack) {
-            return index;
+        let index = cell.load(Ordering::Relaxed);
+        if index != 0 {
+            return index as u16;
         }
-        if len == MAX_CLASSES {
-            // Full: the largest slack below, which class 0 (zero) bounds.
-            return (0..len)
-                .filter(|&i| self.slack[i].load(Ordering::Relaxed) <= slack)
-                .max_by_key(|&i| self.slack[i].load(Ordering::Relaxed))
-                .unwrap_or(0) as u16;
-        }
+        let index = self.push(1 << k);
+        // Publishes the class with its index.
+        cell.store(usize::from(index), Ordering::Release);
+        index
+    }
+
+    /// Registers a class of `slack` ticks; under `register`. There is
+    /// room: each class of zero, [`EXACT`] and [`POWERS`] is pushed once.
+    fn push(&self, slack: u64) -> u16 {
+        let len = self.len.load(Ordering::Relaxed);
         self.slack[len].store(slack, Ordering::Relaxed);
         // Publishes the slack with the length.
         self.len.store(len + 1, Ordering::Release);
         len as u16
     }
 
-    fn find(&self, slack: u64) -> Option<u16> {
-        let len = self.len.load(Ordering::Acquire);
-        (0..len)
-            .find(|&i| self.slack[i].load(Ordering::Relaxed) == slack)
-            .map(|i| i as u16)
-    }
-
     /// Class `index` (one handed out by `class_of`).
     #[inline]
     pub(super) fn get(&self, index: u16) -> Class {
         let slack = self.slack[usize::from(index)].load(Ordering::Relaxed);
-        let lead = (slack / 8).min(self.max_lead);
         Class {
             index,
             slack,
-            wake_after: slack - lead,
+            wake_after: slack - self.lead(slack),
         }
     }
 
-    /// Every class, least slack first: the order a pass fires them in, so
-    /// that a timer with little slack never waits behind a batch of
-    /// timers with much.
-    pub(super) fn by_slack(&self) -> ([Class; MAX_CLASSES], usize) {
-        let len = self.len.load(Ordering::Acquire);
-        let mut classes = [self.get(0); MAX_CLASSES];
-        for (index, class) in classes.iter_mut().enumerate().take(len) {
-            *class = self.get(index as u16);
+    /// How long before its windows close a class of `slack` ticks wakes
+    /// the driver (the rule): zero for zero slack.
+    #[inline]
+    fn lead(&self, slack: u64) -> u64 {
+        let fixed = (slack / 8).min(self.max_lead);
+        let learned = self.learned.load(Ordering::Relaxed);
+        fixed.max(learned).min(slack)
+    }
+
+    /// The lead the driver has learned, in ticks (`latency.rs`).
+    pub(super) fn learn_lead(&self, ticks: u64) {
+        self.learned.store(ticks, Ordering::Relaxed);
+    }
+}
+
+/// The classes in use, least slack first: the order a pass fires them in,
+/// so that a timer with little slack never waits behind a batch of timers
+/// with much. The driver keeps one and sorts again only when a class has
+/// been registered since.
+pub(super) struct BySlack {
+    order: [u16; MAX_CLASSES],
+    len: usize,
+}
+
+impl BySlack {
+    pub(super) fn new() -> Self {
+        BySlack {
+            order: [0; MAX_CLASSES],
+            len: 0,
         }
-        classes[..len].sort_unstable_by_key(|class| class.slack);
-        (classes, len)
+    }
+
+    /// The indices of every class in use, least slack first.
+    pub(super) fn update(&mut self, classes: &Classes) -> &[u16] {
+        let len = classes.len.load(Ordering::Acquire);
+        if len != self.len {
+            for (index, slot) in self.order[..len].iter_mut().enumerate() {
+                *slot = index as u16;
+            }
+            self.order[..len].sort_unstable_by_key(|&index| {
+                classes.slack[usize::from(index)].load(Ordering::Relaxed)
+            });
+            self.len = len;
+        }
+        &self.order[..self.len]
     }
 }
 
@@ -157,16 +276,23 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// its slack across [`reset`](Self::reset)s; the slack of a fixed-rate
     /// timer's run never moves the next run, which stays on its grid.
     ///
-    /// Slack is counted in whole ticks, rounded down: a slack below one
-    /// tick is zero. Timers with the same slack form a class; a timer keeps
-    /// at most 16 classes, shared by all its handles and never freed, and
-    /// past that a new slack shares the class of the largest slack below
-    /// it (a narrower window, never a wider one): check
-    /// [`slack`](Self::slack) on the returned handle when slacks are
-    /// computed per timer. Clones of the returned handle
-    /// keep its slack. Every handle reaches the same timers: cancel, reset
-    /// and stop through any of them. [`Stats::in_window`] and
-    /// [`Stats::overshoot`] report how runs kept to their windows.
+    /// Any slack works, and the one in force never exceeds the one asked
+    /// for; [`slack`](Self::slack) on the returned handle reports it:
+    ///
+    /// - Slack is counted in whole ticks, rounded down: a slack below one
+    ///   [tick](super::Builder::tick) is zero.
+    /// - Timers with the same slack form a class, shared by all the
+    ///   timer's handles and never freed. Zero, a power of two ticks, and
+    ///   the first 16 other slacks asked for (the builder's default among
+    ///   them) keep their exact value. Past those, a slack rounds down to a
+    ///   power of two ticks: at least half of it, never more (with the
+    ///   default 1 µs tick, 100 ms becomes 65.536 ms). So a slack computed
+    ///   per timer is safe, though its window may narrow.
+    ///
+    /// Clones of the returned handle keep its slack. Every handle reaches
+    /// the same timers: cancel, reset and stop through any of them.
+    /// [`Stats::in_window`] and [`Stats::overshoot`] report how runs kept
+    /// to their windows.
     ///
     /// ```
     /// use std::time::Duration;
@@ -176,6 +302,13 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// let precise = timer.with_slack(Duration::ZERO);
     /// let relaxed = timer.with_slack(Duration::from_millis(50));
     /// assert_eq!(precise.slack(), Duration::ZERO);
+    /// assert_eq!(relaxed.slack(), Duration::from_millis(50));
+    /// for quarter in 1..=40 {
+    ///     // Slacks computed per timer: past the first few, they round down.
+    ///     let slack = Duration::from_millis(quarter) / 4;
+    ///     let handle = timer.with_slack(slack);
+    ///     assert!(handle.slack() <= slack && handle.slack() >= slack / 2);
+    /// }
     ///
     /// precise.run_after(Duration::from_micros(250), || println!("on the dot"))?;
     /// let idle = relaxed.run_after(Duration::from_secs(30), || println!("idle: close"))?;
@@ -219,21 +352,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn classes_are_found_registered_and_capped() {
+    fn slacks_get_exact_classes_then_powers_of_two() {
         let classes = Classes::new(1_000, 20);
         assert_eq!(classes.class_of(0), 0);
-        assert_eq!(classes.class_of(1_000), 1);
-        let c = classes.class_of(100);
-        assert_eq!(c, 2);
+        assert_eq!(classes.class_of(1_000), 1, "the default: exact");
+        assert_eq!(classes.class_of(100), 2);
         assert_eq!(classes.class_of(100), 2, "found again");
-        for slack in 3..MAX_CLASSES as u64 {
-            assert_eq!(classes.class_of(slack * 10_000), slack as u16);
+        assert_eq!(classes.get(classes.class_of(4_096)).slack, 4_096);
+        // The other exact classes: 14 more.
+        for slack in 2..EXACT as u64 {
+            let class = classes.class_of(slack * 1_000 + 1);
+            assert_eq!(classes.get(class).slack, slack * 1_000 + 1);
         }
-        // Full: 150 shares the class of 100, the largest slack below it.
-        assert_eq!(classes.class_of(150), 2);
-        let (order, len) = classes.by_slack();
-        assert_eq!(len, MAX_CLASSES);
-        assert!(order[..len].windows(2).all(|w| w[0].slack <= w[1].slack));
+        assert_eq!(classes.class_of(2_001), classes.class_of(2_001));
+        // Past them: the power of two below, which 4,096 already has.
+        assert_eq!(classes.get(classes.class_of(150)).slack, 128);
+        assert_eq!(classes.class_of(5_000), classes.class_of(4_096));
+        assert_eq!(classes.get(classes.class_of(u64::MAX)).slack, 1 << 63);
+        // Any slack at all fits, in at least half of it.
+        let mut slack = 3u64;
+        while slack < u64::MAX / 3 {
+            let got = classes.get(classes.class_of(slack)).slack;
+            assert!(got <= slack && got > slack / 2, "{slack}: {got}");
+            slack = slack * 3 + 1;
+        }
+        let len = classes.len.load(Ordering::Relaxed);
+        assert!(len <= MAX_CLASSES);
+        let mut by_slack = BySlack::new();
+        let order = by_slack.update(&classes);
+        assert_eq!(order.len(), len);
+        let slacks: alloc::vec::Vec<u64> = order.iter().map(|&i| classes.get(i).slack).collect();
+        assert!(slacks.windows(2).all(|w| w[0] < w[1]), "{slacks:?}");
+        let more = classes.class_of(6);
+        assert!(by_slack.update(&classes).contains(&more), "sorted again");
     }
 
     #[test]
@@ -243,5 +394,43 @@ mod tests {
         assert_eq!(classes.get(1).wake_after, 980, "lead capped at 20");
         let small = classes.class_of(80);
         assert_eq!(classes.get(small).wake_after, 70, "lead an eighth");
+    }
+
+    #[test]
+    fn the_learned_lead_is_clamped_between_the_fixed_one_and_the_slack() {
+        let classes = Classes::new(1_000, 20);
+        let small = classes.class_of(80);
+        classes.learn_lead(300);
+        assert_eq!(classes.get(1).wake_after, 700, "learned");
+        assert_eq!(classes.get(small).wake_after, 0, "at most the slack");
+        assert_eq!(classes.get(0).wake_after, 0, "zero slack: exact");
+        classes.learn_lead(5);
+        assert_eq!(classes.get(1).wake_after, 980, "at least the fixed lead");
+        assert_eq!(classes.get(small).wake_after, 70);
+        classes.learn_lead(u64::MAX);
+        assert_eq!(classes.get(1).wake_after, 0);
+        assert_eq!(classes.get(0).wake_after, 0);
+    }
+
+    /// The estimator's lead, published as the driver does, moves a class's
+    /// wake-up: 1 ms of slack wakes about 0.3 ms before its windows close
+    /// when the OS is that late, and at its deadline when it is later.
+    #[test]
+    fn a_learned_lead_moves_a_class_wake_up() {
+        use super::super::latency::WakeLatency;
+        let classes = Classes::new(1_000, 20); // 1 µs ticks
+        let mut latency = WakeLatency::new();
+        for _ in 0..1_000 {
+            latency.record(Duration::from_micros(250));
+        }
+        let lead = latency.lead().as_micros() as u64;
+        assert!((260..330).contains(&lead), "{lead} µs");
+        classes.learn_lead(lead);
+        assert_eq!(classes.get(1).wake_after, 1_000 - lead);
+        for _ in 0..1_000 {
+            latency.record(Duration::from_millis(3));
+        }
+        classes.learn_lead(latency.lead().as_micros() as u64);
+        assert_eq!(classes.get(1).wake_after, 0, "wakes at the deadline");
     }
 }

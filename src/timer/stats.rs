@@ -62,6 +62,12 @@ pub struct Stats {
     /// or starved driver, a deadline already past when it was scheduled,
     /// the OS waking the driver late), and `overshoot.max()` is the worst.
     pub overshoot: Lateness,
+    /// Runs handed to the executor before their deadline, by the timer's
+    /// clock: none, since the driver fires a timer only once the clock
+    /// has passed its deadline. Counted as a check (a clock that went
+    /// backwards would show here); not counted in `lateness` or
+    /// `in_window`.
+    pub early: u64,
 }
 
 /// Distribution of lateness: the time from a run's deadline (rounded up to
@@ -188,6 +194,7 @@ pub(crate) struct Counters {
     late: LatenessCounter,
     in_window: AtomicU64,
     overshoot: LatenessCounter,
+    early: AtomicU64,
 }
 
 impl Counters {
@@ -203,6 +210,11 @@ impl Counters {
         }
     }
 
+    /// Records a run handed over before its deadline.
+    pub(crate) fn early(&self) {
+        self.early.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// These counters as `Stats`; the per-shard counts are left at zero
     /// for the caller to fill in.
     pub(crate) fn snapshot(&self) -> Stats {
@@ -214,6 +226,7 @@ impl Counters {
             lateness: self.late.snapshot(),
             in_window: self.in_window.load(Ordering::Relaxed),
             overshoot: self.overshoot.snapshot(),
+            early: self.early.load(Ordering::Relaxed),
             ..Stats::default()
         }
     }
@@ -291,5 +304,9 @@ mod tests {
         assert_eq!(stats.in_window, 3, "0, 200 and 500 µs are inside");
         assert_eq!(stats.overshoot.count(), 2);
         assert_eq!(stats.overshoot.max(), Duration::from_micros(800));
+        counters.early();
+        let stats = counters.snapshot();
+        assert_eq!((stats.early, stats.in_window), (1, 3), "early is apart");
+        assert_eq!(stats.lateness.count(), 5);
     }
 }
