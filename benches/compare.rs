@@ -15,6 +15,19 @@
 //! | `w2_cancel_all/1M`                  | one insert + cancel    | 1M inserts, then 1M cancels in a shuffled order    |
 //! | `w3_reset_heavy/100k_live_5M_resets`| one reset              | 5M resets of random live timers, a tick per 1,000  |
 //! | `w4_churn/1M_live_1M_steps`         | one step               | insert + cancel a random key, a tick per 1,000     |
+//! | `w1_insert_held/1M`                 | one insert             | 1M inserts, each handle kept                       |
+//! | `w1_tick_by_tick/1M`                | one fired timer        | `advance(now)` once per tick to the longest delay  |
+//! | `w4_server_loop/1M_live_1M_steps`   | one step               | insert + cancel per connection, fired ones re-armed |
+//!
+//! The last three are the server loops of `workloads/server.rs` (issue 25),
+//! played by every peer and by the two whose handles cannot be copied,
+//! `nexus_timer` and `bitwheel`; their tallies count early, late and zombie
+//! fires, and bitwheel's, which fires early by design, is reported but not
+//! required to match. Their interleaved rounds time tickwheel, `lean_heap`,
+//! `nexus_timer` and `bitwheel` in turn and give each one's time over the
+//! lean heap's. Last, [`FRESH_ROUNDS`] rounds of `w1_insert_held` run each
+//! in a fresh child process (`--fresh-insert PEER`), where reserved memory
+//! has never been touched, with the page faults the inserts took.
 //!
 //! Delays are uniform in `1..=65,536` ticks (1 ms ticks for the peers that
 //! want durations). All inputs come from fixed-seed splitmix64 streams and
@@ -37,6 +50,8 @@
 //! | `btree_map`         | `BTreeTimers::with_capacity(hint)`                | slot table and free list only: `BTreeMap` cannot reserve (no `with_capacity`; it allocates node by node) |
 //! | `tokio_delay_queue` | `DelayQueue::with_capacity(hint)`                 | the slab (the wheel's levels are fixed)   |
 //! | `hhwt`              | `QuadWheelWithOverflow::new()`                    | nothing: it cannot reserve (no capacity constructor; its id map is private) |
+//! | `nexus_timer`       | `BoundedWheel::bounded(hint, now)`                | its slab, written at construction         |
+//! | `bitwheel`          | `BitWheel::<_, 3, 1, 65_536, 8>::boxed_with_epoch`| nothing more: its capacity is its type, all written at construction |
 //!
 //! Stale entries may still grow a lazy heap past the hint, up to its
 //! compaction bound; that growth is part of what the heaps cost.
@@ -169,13 +184,13 @@ impl Checks {
                 .iter()
                 .filter(|(peer, _)| !FIRES_EARLY.contains(peer))
                 .collect();
-            let same = exact.windows(2).all(|w| w[0].1 == w[1].1)
+            let same = exact.windows(2).all(|w| w[0].1.seen() == w[1].1.seen())
                 && exact.iter().all(|(_, tally)| tally.exact());
             agree &= same;
             println!("  {group}: {}", if same { "agree" } else { "DISAGREE" });
             for (peer, tally) in tallies {
                 println!(
-                    "    {peer:<18} fired {:>9}  cancelled {:>9}  value sum {:>20}  early {:>7} (max {:>4} ticks)  late {:>5}  zombies {:>5}  lost {:>5}",
+                    "    {peer:<18} fired {:>9}  cancelled {:>9}  value sum {:>20}  early {:>7} (max {:>4} ticks)  late {:>5}  zombies {:>5}  lost {:>5}  page faults {:>6}",
                     tally.outcome.fired,
                     tally.outcome.cancelled,
                     tally.outcome.value_sum,
@@ -183,7 +198,8 @@ impl Checks {
                     tally.max_early,
                     tally.late,
                     tally.zombies,
-                    tally.lost
+                    tally.lost,
+                    tally.faults
                 );
             }
         }
@@ -466,7 +482,83 @@ fn bench_loop<W: LoopWorkload>(c: &mut Criterion, workload: &W, checks: &mut Che
 /// printed with its counts but not required to match the exact peers'.
 const FIRES_EARLY: [&str; 1] = ["bitwheel"];
 
+/// Rounds of `w1_insert_held` in fresh processes, each peer once a round.
+const FRESH_ROUNDS: usize = 6;
+
+/// `--fresh-insert PEER`: one iteration of `w1_insert_held` for `PEER` in
+/// this (fresh) process, printed as `fresh PEER NS FAULTS`: ns per insert
+/// and minor page faults during the inserts. Memory a process has never
+/// used must be faulted in; in the criterion loop the allocator hands back
+/// memory an earlier iteration touched, so only a fresh process shows what
+/// a first insert into reserved room costs.
+fn fresh_insert(peer: &str, sizes: &Sizes) {
+    let inputs = Inputs::new(sizes);
+    let workload = inputs.w1_insert_held();
+    let (time, tally) = match peer {
+        "tickwheel" => workload.run(1, &mut Wheel::<u64>::with_capacity),
+        "lean_heap" => workload.run(1, &mut LeanHeap::with_capacity),
+        "nexus_timer" => workload.run(1, &mut NexusPeer::with_capacity),
+        "bitwheel" => workload.run(1, &mut |_| BitWheelPeer::new()),
+        _ => panic!("--fresh-insert: unknown peer {peer}"),
+    };
+    let ns = time.as_nanos() as f64 / workload.elements() as f64;
+    println!("fresh {peer} {ns:.2} {}", tally.faults);
+}
+
+/// Runs [`fresh_insert`] in child processes, [`FRESH_ROUNDS`] rounds of
+/// every peer of [`LOOP_PEERS`], the first mover rotating; one line per
+/// peer with the median ns per insert and page faults per round.
+fn fresh_rounds(full: bool) -> Vec<String> {
+    let Ok(exe) = std::env::current_exe() else {
+        return Vec::new();
+    };
+    let mut seen: [Vec<(f64, u64)>; 4] = Default::default();
+    for round in 0..FRESH_ROUNDS {
+        for turn in 0..LOOP_PEERS.len() {
+            let peer = (round + turn) % LOOP_PEERS.len();
+            let mut command = std::process::Command::new(&exe);
+            command.args(["--fresh-insert", LOOP_PEERS[peer]]);
+            if full {
+                command.arg("--bench");
+            }
+            let Ok(output) = command.output() else {
+                return Vec::new();
+            };
+            let line = String::from_utf8_lossy(&output.stdout);
+            let fields: Vec<&str> = line
+                .lines()
+                .find_map(|line| line.strip_prefix("fresh "))
+                .map(|rest| rest.split_whitespace().collect())
+                .unwrap_or_default();
+            if let [_, ns, faults] = fields[..] {
+                seen[peer].push((ns.parse().unwrap_or(f64::NAN), faults.parse().unwrap_or(0)));
+            }
+        }
+    }
+    LOOP_PEERS
+        .iter()
+        .zip(&seen)
+        .map(|(name, rounds)| {
+            let mut ns: Vec<f64> = rounds.iter().map(|&(ns, _)| ns).collect();
+            ns.sort_by(f64::total_cmp);
+            let median = ns.get(ns.len() / 2).copied().unwrap_or(f64::NAN);
+            let per_round = rounds
+                .iter()
+                .map(|(ns, faults)| format!("{ns:.1} ns/{faults}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("w1_insert_held, fresh process: {name} median {median:.1} ns per insert; per round (ns per insert/page faults): {per_round}")
+        })
+        .collect()
+}
+
 fn main() {
+    let mut args = std::env::args().skip_while(|arg| arg != "--fresh-insert");
+    if let (Some(_), Some(peer)) = (args.next(), args.next()) {
+        let full = std::env::args().any(|arg| arg == "--bench");
+        fresh_insert(&peer, if full { &Sizes::FULL } else { &Sizes::QUICK });
+        return;
+    }
     let (full, machine, load_start) = workloads::machine::start();
     let sizes = if full { Sizes::FULL } else { Sizes::QUICK };
 
@@ -510,6 +602,7 @@ fn main() {
         lines.extend(interleave_loop(&w1_held, rounds));
         lines.extend(interleave_loop(&w1_ticks, rounds));
         lines.extend(interleave_loop(&w4_server, rounds));
+        lines.extend(fresh_rounds(full));
         for line in &lines {
             println!("  {line}");
         }
