@@ -393,6 +393,19 @@ mod tests {
     }
 
     #[test]
+    fn with_capacity_holds_that_many_timers_in_place() {
+        let n = if cfg!(miri) { 200 } else { 10_000 };
+        let mut wheel = Wheel::with_capacity(n);
+        let (capacity, start) = (wheel.capacity(), wheel.nodes.entries.as_ptr());
+        assert!(capacity >= n);
+        let keys: Vec<_> = (0..n as u64).map(|i| wheel.insert(i % 5_000, i)).collect();
+        assert_eq!(wheel.capacity(), capacity, "no insert reallocated");
+        assert_eq!(wheel.nodes.entries.as_ptr(), start, "nodes did not move");
+        assert!(keys.iter().all(|&key| wheel.contains(key)));
+        assert_eq!(wheel.advance(Tick::MAX).count(), n);
+    }
+
+    #[test]
     fn reserved_room_survives_batched_cancels() {
         let mut wheel = Wheel::new();
         let keys: Vec<_> = (0..40u64).map(|i| wheel.insert(100 + i, i)).collect();
