@@ -553,6 +553,20 @@ fn fresh_rounds(full: bool) -> Vec<String> {
 }
 
 fn main() {
+    // bitwheel builds each 2 MiB slot array on the stack before boxing it;
+    // unoptimised (`cargo test --benches`), that overflows the main
+    // thread's 8 MiB. The whole run goes on a thread with room for it.
+    let run = std::thread::Builder::new()
+        .name("compare".to_owned())
+        .stack_size(256 << 20)
+        .spawn(run)
+        .expect("spawn the bench thread");
+    if run.join().is_err() {
+        std::process::exit(101);
+    }
+}
+
+fn run() {
     let mut args = std::env::args().skip_while(|arg| arg != "--fresh-insert");
     if let (Some(_), Some(peer)) = (args.next(), args.next()) {
         let full = std::env::args().any(|arg| arg == "--bench");
