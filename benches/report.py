@@ -4,8 +4,8 @@
 Reads target/criterion/*/*/new/{benchmark,estimates}.json (the latest run of
 each benchmark), divides each estimate by the group's throughput (elements
 per iteration) to get ns per operation, and prints one row per workload and
-one column per peer, each with its ratio to tickwheel (> 1 means slower than
-tickwheel). The machine line recorded by the run (target/criterion/
+one column per peer, each with its ratio to tickwheel, or to the peer
+--baseline names (> 1 means slower than the baseline). The machine line recorded by the run (target/criterion/
 machine.txt) is printed above the table, and the interleaved rounds
 (target/criterion/interleaved.txt: per workload, one heap/tickwheel line for
 binary_heap and one lean_heap/tickwheel line) below it. If
@@ -13,7 +13,7 @@ binary_heap and one lean_heap/tickwheel line) below it. If
 (target/criterion/tail.txt, with its own machine line) follows.
 
 Usage: python3 benches/report.py [--criterion-dir DIR] [--stat mean|median]
-                                 [--ci]
+                                 [--ci] [--baseline PEER]
 
 Standard library only.
 """
@@ -25,8 +25,16 @@ import os
 import sys
 
 # Column order; peers not listed here follow in alphabetical order.
-PEERS = ["tickwheel", "binary_heap", "lean_heap", "btree_map", "tokio_delay_queue", "hhwt"]
-BASELINE = "tickwheel"
+PEERS = [
+    "tickwheel",
+    "binary_heap",
+    "lean_heap",
+    "btree_map",
+    "tokio_delay_queue",
+    "hhwt",
+    "nexus_timer",
+    "bitwheel",
+]
 
 
 def default_dir():
@@ -95,6 +103,11 @@ def main():
     parser.add_argument("--criterion-dir", default=default_dir())
     parser.add_argument("--stat", choices=["mean", "median"], default="mean")
     parser.add_argument("--ci", action="store_true", help="add the 95%% confidence interval")
+    parser.add_argument(
+        "--baseline",
+        default="tickwheel",
+        help="the peer the ratios divide by (tickwheel; lean_heap for issue 25's tables)",
+    )
     args = parser.parse_args()
 
     results = load(args.criterion_dir, args.stat)
@@ -116,13 +129,14 @@ def main():
     seen = {peer for peers in results.values() for peer in peers}
     peers = [p for p in PEERS if p in seen] + sorted(seen - set(PEERS))
 
-    print(f"ns per operation ({args.stat} of 10 samples; ratio to {BASELINE}, > 1× is slower)")
+    baseline = args.baseline
+    print(f"ns per operation ({args.stat} of 10 samples; ratio to {baseline}, > 1× is slower)")
     print()
     print("| workload | " + " | ".join(peers) + " |")
     print("|---|" + "---:|" * len(peers))
     for group in sorted(results):
         row = results[group]
-        base = row.get(BASELINE, (None,))[0]
+        base = row.get(baseline, (None,))[0]
         cells = []
         for peer in peers:
             if peer not in row:
@@ -141,8 +155,9 @@ def main():
     if os.path.exists(interleaved):
         print()
         print(
-            "Interleaved rounds, tickwheel, binary_heap and lean_heap taking turns"
-            " (ns per operation):"
+            "Interleaved rounds (W1-W4: tickwheel, binary_heap and lean_heap taking"
+            " turns; server loops: tickwheel, lean_heap, nexus_timer and bitwheel;"
+            " then w1_insert_held in fresh processes), ns per operation:"
         )
         print()
         with open(interleaved) as f:

@@ -14,11 +14,28 @@
 //! | [`btree_map`]         | `BTreeMap<(deadline, seq), index>` over a generational slot table             |
 //! | [`tokio_delay_queue`] | `tokio_util::time::DelayQueue` on a paused current-thread runtime             |
 //! | [`hhwt`]              | `hierarchical_hash_wheel_timer`'s cancellable quad wheel                      |
+//! | [`nexus_timer`]       | `nexus_timer::BoundedWheel`: slab written at construction, move-only handles  |
+//! | [`bitwheel`]          | `bitwheel::BitWheel`: no cascading, fixed slots; **fires early** (see there)  |
+//!
+//! Two traits: [`Peer`] (copyable keys, every workload W1–W4) and
+//! [`Timers`] (handles that may be move-only, the server-loop workloads of
+//! `workloads/server.rs`). Every `Peer` is `Timers` too; nexus-timer's and
+//! bitwheel's handles cannot be copied, so those two are `Timers` only.
 
 pub(crate) mod binary_heap;
+#[allow(
+    dead_code,
+    reason = "memory.rs, tail.rs and instructions.rs use the Peer peers only"
+)]
+pub(crate) mod bitwheel;
 pub(crate) mod btree_map;
 pub(crate) mod hhwt;
 pub(crate) mod lean_heap;
+#[allow(
+    dead_code,
+    reason = "memory.rs, tail.rs and instructions.rs use the Peer peers only"
+)]
+pub(crate) mod nexus_timer;
 mod rng;
 pub(crate) mod tickwheel;
 pub(crate) mod tokio_delay_queue;
@@ -46,6 +63,55 @@ pub(crate) trait Peer {
     /// Moves time forward to tick `now` and hands every value due by then to
     /// `fired`, in expiry order.
     fn advance(&mut self, now: u64, fired: impl FnMut(u64));
+}
+
+/// What the server-loop workloads need: a handle per timer that the caller
+/// owns and may not be able to copy. A server keeps the handle beside its
+/// connection, cancels it at most once, and gives it back when its timer
+/// fires (nexus-timer must be told, or the fired entry is never freed).
+pub(crate) trait Timers {
+    /// What [`schedule`](Timers::schedule) returns.
+    type Handle;
+
+    /// Schedules `value` at tick `deadline` (after the current tick).
+    fn schedule(&mut self, deadline: u64, value: u64) -> Self::Handle;
+
+    /// Schedules a timer nobody will cancel, by the structure's cheapest
+    /// means (dropping a copyable key; nexus-timer's `schedule_forget`).
+    fn schedule_forget(&mut self, deadline: u64, value: u64) {
+        drop(self.schedule(deadline, value));
+    }
+
+    /// Cancels the pending timer `handle` names; `None` only if a peer lost
+    /// it. Never called with the handle of a timer that has fired.
+    fn cancel_pending(&mut self, handle: Self::Handle) -> Option<u64>;
+
+    /// Gives back the handle of a timer that has fired.
+    fn release_fired(&mut self, handle: Self::Handle) {
+        drop(handle);
+    }
+
+    /// Moves time to tick `now`, handing every value due by then to `fired`.
+    fn poll(&mut self, now: u64, fired: impl FnMut(u64));
+}
+
+impl<P: Peer> Timers for P {
+    type Handle = P::Key;
+
+    #[inline]
+    fn schedule(&mut self, deadline: u64, value: u64) -> P::Key {
+        self.insert(deadline, value)
+    }
+
+    #[inline]
+    fn cancel_pending(&mut self, handle: P::Key) -> Option<u64> {
+        self.cancel(handle)
+    }
+
+    #[inline]
+    fn poll(&mut self, now: u64, fired: impl FnMut(u64)) {
+        self.advance(now, fired);
+    }
 }
 
 pub(crate) use rng::Rng;

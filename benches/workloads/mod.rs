@@ -14,6 +14,11 @@
 //! | [`W3ResetHeavy`]  | `w3.rs` | one reset           | resets of random live timers, a tick per 1,000    | `live`        |
 //! | [`W4Churn`]       | `w4.rs` | one step            | insert + cancel a random key, a tick per 1,000    | `live + 1`    |
 //!
+//! `server.rs` holds the server-loop workloads (`w1_insert_held`,
+//! `w1_tick_by_tick`, `w4_server_loop`), written over
+//! [`Timers`](crate::peers::Timers) so that peers with move-only handles
+//! run them too; see there.
+//!
 //! `machine.rs` holds what a run records beside its numbers: the machine
 //! line, the load average and criterion's directory.
 //!
@@ -31,6 +36,11 @@
 //! operations, so a caller that times by operation counts times them too.
 
 pub(crate) mod machine;
+#[allow(
+    dead_code,
+    reason = "compare.rs plays the server loops; tail.rs and instructions.rs do not"
+)]
+pub(crate) mod server;
 mod w1;
 mod w2;
 mod w3;
@@ -138,6 +148,38 @@ impl Inputs {
         W3ResetHeavy {
             live: self.w3_live,
             targets: &self.reset_targets,
+        }
+    }
+
+    #[allow(
+        dead_code,
+        reason = "compare.rs plays the server loops; tail.rs and instructions.rs do not"
+    )]
+    pub(crate) fn w1_insert_held(&self) -> server::W1InsertHeld<'_> {
+        server::W1InsertHeld {
+            delays: &self.delays[..self.n],
+        }
+    }
+
+    #[allow(
+        dead_code,
+        reason = "compare.rs plays the server loops; tail.rs and instructions.rs do not"
+    )]
+    pub(crate) fn w1_tick_by_tick(&self) -> server::W1TickByTick<'_> {
+        server::W1TickByTick {
+            delays: &self.delays[..self.n],
+        }
+    }
+
+    #[allow(
+        dead_code,
+        reason = "compare.rs plays the server loops; tail.rs and instructions.rs do not"
+    )]
+    pub(crate) fn w4_server_loop(&self) -> server::W4ServerLoop<'_> {
+        server::W4ServerLoop {
+            prefill: &self.delays[..self.w4_live],
+            step_delays: &self.step_delays,
+            victims: &self.step_victims,
         }
     }
 

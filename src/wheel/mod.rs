@@ -108,7 +108,8 @@
 //!
 //! - The timers live in one `Vec`, so an insert that finds it full grows it
 //!   and moves every timer: O(n). Within [`Wheel::capacity`] (reserved with
-//!   [`Wheel::with_capacity`] or [`Wheel::reserve`]) no insert allocates.
+//!   [`Wheel::with_capacity`] or [`Wheel::reserve`], which write the room
+//!   once) no insert allocates or faults a page in.
 //! - A cancel of a due timer, or a reset, may have to restore invariant 7
 //!   below: it then processes events up to `now`, the work the next `poll`
 //!   would have done. That work is paid for by the timers it moves, each at

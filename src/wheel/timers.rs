@@ -393,6 +393,38 @@ mod tests {
     }
 
     #[test]
+    fn with_capacity_holds_that_many_timers_in_place() {
+        let n = if cfg!(miri) { 200 } else { 10_000 };
+        let mut wheel = Wheel::with_capacity(n);
+        let (capacity, start) = (wheel.capacity(), wheel.nodes.entries.as_ptr());
+        assert!(capacity >= n);
+        let keys: Vec<_> = (0..n as u64).map(|i| wheel.insert(i % 5_000, i)).collect();
+        assert_eq!(wheel.capacity(), capacity, "no insert reallocated");
+        assert_eq!(wheel.nodes.entries.as_ptr(), start, "nodes did not move");
+        assert!(keys.iter().all(|&key| wheel.contains(key)));
+        assert_eq!(wheel.advance(Tick::MAX).count(), n);
+    }
+
+    #[test]
+    fn churn_at_capacity_keeps_its_cancels_batched() {
+        // Filled to the capacity asked for, insert + cancel steps still
+        // batch their unlinks (the room includes a batch) and never grow.
+        let n = 100;
+        let mut wheel = Wheel::with_capacity(n);
+        let mut keys: Vec<_> = (0..n as u64).map(|i| wheel.insert(1_000 + i, i)).collect();
+        let capacity = wheel.capacity();
+        for step in 0..200u64 {
+            let key = wheel.insert(2_000 + step, step);
+            let old = keys.swap_remove((step as usize * 7) % keys.len());
+            assert!(wheel.cancel(old).is_some());
+            keys.push(key);
+            assert_eq!(wheel.cancelled_len, (step as usize + 1) % CANCEL_BATCH);
+        }
+        assert_eq!(wheel.capacity(), capacity);
+        assert_eq!(wheel.advance(Tick::MAX).count(), n);
+    }
+
+    #[test]
     fn reserved_room_survives_batched_cancels() {
         let mut wheel = Wheel::new();
         let keys: Vec<_> = (0..40u64).map(|i| wheel.insert(100 + i, i)).collect();
