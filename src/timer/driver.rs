@@ -76,7 +76,7 @@ struct Fire<T> {
 enum Work<T> {
     Value(T),
     Make(Make<T>),
-    /// A sleep's task to wake (`sleep.rs`).
+    /// A sleep's task to wake (`futures/sleep.rs`).
     #[cfg(feature = "async")]
     Wake(core::task::Waker),
 }
@@ -211,7 +211,7 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
                     if wheels.get(class.index).is_none() {
                         break;
                     }
-                    // Dropped sleeps' timers go before time moves (`filed.rs`).
+                    // Dropped sleeps' timers go before time moves (`futures/filed.rs`).
                     #[cfg(feature = "async")]
                     let dropped = wheels.flush_dropped();
                     #[cfg(not(feature = "async"))]

@@ -73,7 +73,7 @@ pub type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
 pub(super) enum Job<T> {
     Once(T),
     Repeat(Box<Repeat<T>>),
-    /// A sleep's timer: wakes the sleep's task (`sleep.rs`) instead of
+    /// A sleep's timer: wakes the sleep's task (`futures/sleep.rs`) instead of
     /// handing a value to the executor.
     #[cfg(feature = "async")]
     Wake(core::task::Waker),

@@ -21,7 +21,8 @@
 //! | `clock.rs` | [`Clock`] and the clocks that come with the crate |
 //! | `executor.rs`, `pool.rs` | [`Executor`], the provided executors, [`Undelivered`] values |
 //! | `stats.rs`, `error.rs` | [`Stats`], errors |
-//! | `sleep.rs`, `filed.rs`, `dropped.rs`, `timeout.rs`, `interval.rs` | feature `async`: `Sleep` and the protocol between the driver and a task, what a sleep shares with its timer, the batch that cancels dropped sleeps' timers, `Timeout`, `Interval` |
+//! | `handle.rs`, `expired.rs` | [`TimerHandle`], [`Expired`] |
+//! | `futures/` | feature `async`, a layer of its own: `Sleep` and the protocol between the driver and a task (`sleep.rs`), what a sleep shares with its timer (`filed.rs`), the batch that cancels dropped sleeps' timers (`dropped.rs`), `Timeout`, `Interval` |
 //! | `export.rs` | what the persistence layer reads out: unfired timers, the clock |
 //! | `sync.rs` | the one facade over std and loom primitives |
 //!
@@ -37,16 +38,14 @@ mod api;
 mod builder;
 mod clock;
 mod driver;
-#[cfg(feature = "async")]
-mod dropped;
 mod error;
 mod executor;
+mod expired;
 mod export;
 #[cfg(feature = "async")]
-mod filed;
+mod futures;
+mod handle;
 mod inspect;
-#[cfg(feature = "async")]
-mod interval;
 mod job;
 mod latency;
 #[cfg(all(test, any(loom, feature = "test-util")))]
@@ -57,17 +56,9 @@ mod periodic;
 mod pool;
 mod shard;
 mod slack;
-#[cfg(feature = "async")]
-mod sleep;
 pub(crate) mod stats;
 mod sync;
 mod time;
-#[cfg(feature = "async")]
-mod timeout;
-
-use std::time::Instant;
-
-use crate::TimerKey;
 
 pub use api::Timer;
 pub use builder::{delay_queue, Builder, DelayQueue, DEFAULT_SLACK};
@@ -76,16 +67,14 @@ pub use clock::ManualClock;
 pub use clock::{Clock, SpinningClock, SystemClock};
 pub use error::{BuildError, ScheduleError, ScheduleErrorKind};
 pub use executor::{Executor, Inline, Rejected, Task, Undelivered, Why};
+pub use expired::Expired;
 #[cfg(feature = "async")]
-pub use interval::Interval;
+pub use futures::{Elapsed, Interval, Sleep, Timeout};
+pub use handle::TimerHandle;
 pub(crate) use job::Unfired;
 pub use job::{Factory, MissedTicks};
 pub use pool::ThreadPool;
-#[cfg(feature = "async")]
-pub use sleep::Sleep;
 pub use stats::{Lateness, Stats};
-#[cfg(feature = "async")]
-pub use timeout::{Elapsed, Timeout};
 
 /// The receiving end of a delay queue made by [`Timer::with_channel`]
 /// (crossbeam-channel's receiver, re-exported so you need not name the
@@ -102,42 +91,3 @@ pub use timeout::{Elapsed, Timeout};
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
 pub use crossbeam_channel::Receiver;
-
-/// A fired timer as the std layer hands it over: its handle, its deadline
-/// (rounded up to the tick) and its value.
-///
-/// ```
-/// use tickwheel::timer::Expired;
-///
-/// fn on_fire(fired: Expired<String>) {
-///     println!("{} was due at {:?}", fired.value, fired.deadline);
-/// }
-/// # let _ = on_fire;
-/// ```
-pub type Expired<T> = crate::Expired<T, TimerHandle, Instant>;
-
-/// A handle to a scheduled timer: for [`Timer::cancel`], [`Timer::reset`]
-/// and the queries. `Copy`, 12 bytes.
-///
-/// A handle whose timer has fired (a one-shot) or been cancelled is stale:
-/// `cancel` returns `None` and `reset` returns `false`, even if the slot was
-/// reused (see [`TimerKey`] for the bound).
-///
-/// ```
-/// use std::time::Duration;
-/// use tickwheel::Timer;
-///
-/// let timer = Timer::new()?;
-/// let handle = timer.run_after(Duration::from_secs(30), || ())?;
-/// assert!(timer.reset(handle, Duration::from_secs(60)));
-/// assert!(timer.cancel(handle).is_some());
-/// assert!(timer.cancel(handle).is_none());
-/// # Ok::<(), Box<dyn core::error::Error>>(())
-/// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct TimerHandle {
-    key: TimerKey,
-    shard: u16,
-    /// The timer's slack class (`slack.rs`).
-    class: u16,
-}

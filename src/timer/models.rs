@@ -4,7 +4,7 @@
 //! (`shard.rs`, `owner.rs`), and the fixed-delay run protocol
 //! (`periodic.rs`): a first run against its own schedule, and a cancel
 //! against a run in flight on the thread pool. With feature `async`, a
-//! sleep's protocol (`sleep.rs`): a fire against a drop, a fire against a
+//! sleep's protocol (`futures/sleep.rs`): a fire against a drop, a fire against a
 //! re-poll with a new waker, and a lazy reset against its old timer
 //! firing.
 //!

@@ -63,9 +63,9 @@ pub(super) type Shard<T> = Wheel<Job<T>>;
 pub(super) struct Wheels<T> {
     by_class: Vec<Option<Shard<T>>>,
     geometry: Geometry,
-    /// Dropped sleeps' timers, still filed, to cancel (`filed.rs`).
+    /// Dropped sleeps' timers, still filed, to cancel (`futures/filed.rs`).
     #[cfg(feature = "async")]
-    dropped: super::dropped::Dropped,
+    dropped: super::futures::Dropped,
 }
 
 impl<T> Wheels<T> {
@@ -74,11 +74,11 @@ impl<T> Wheels<T> {
             by_class: Vec::new(),
             geometry,
             #[cfg(feature = "async")]
-            dropped: super::dropped::Dropped::new(),
+            dropped: super::futures::Dropped::new(),
         }
     }
 
-    /// Notes a dropped sleep's timer (`filed.rs`); `true` once the batch
+    /// Notes a dropped sleep's timer (`futures/filed.rs`); `true` once the batch
     /// is full.
     #[cfg(feature = "async")]
     #[inline]
@@ -90,11 +90,11 @@ impl<T> Wheels<T> {
     /// time moves, and before a drain. Drop the wakers after the lock.
     #[cfg(feature = "async")]
     #[inline]
-    pub(super) fn flush_dropped(&mut self) -> Option<super::dropped::DroppedWakers> {
+    pub(super) fn flush_dropped(&mut self) -> Option<super::futures::DroppedWakers> {
         if self.dropped.len() == 0 {
             return None;
         }
-        let mut wakers = [const { None }; super::dropped::DROP_BATCH];
+        let mut wakers = [const { None }; super::futures::DROP_BATCH];
         self.dropped.cancel_all(&mut self.by_class, &mut wakers);
         Some(wakers)
     }
@@ -408,7 +408,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     /// (outside every lock).
     pub(super) fn unfired(&self, deadline: Tick, job: Job<T>) -> Option<Unfired<T>> {
         let (deadline, every, value) = match job {
-            // A sleep whose timer stops completes at once (`sleep.rs`).
+            // A sleep whose timer stops completes at once (`futures/sleep.rs`).
             #[cfg(feature = "async")]
             Job::Wake(waker) => {
                 waker.wake();

@@ -7,9 +7,9 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 use std::time::Instant;
 
-use super::executor::Executor;
 use super::sleep::Sleep;
-use super::{MissedTicks, ScheduleError, ScheduleErrorKind, Timer};
+use crate::timer::executor::Executor;
+use crate::timer::{MissedTicks, ScheduleError, ScheduleErrorKind, Timer};
 use crate::Tick;
 
 /// A stream of ticks every `period`: [`Timer::interval`]. Each
@@ -262,7 +262,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     ///
     /// # Errors
     ///
-    /// [`ScheduleErrorKind::ZeroPeriod`](super::ScheduleErrorKind::ZeroPeriod)
+    /// [`ScheduleErrorKind::ZeroPeriod`](crate::timer::ScheduleErrorKind::ZeroPeriod)
     /// for a zero `period`.
     ///
     /// ```
@@ -297,7 +297,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     ///
     /// # Errors
     ///
-    /// [`ScheduleErrorKind::ZeroPeriod`](super::ScheduleErrorKind::ZeroPeriod)
+    /// [`ScheduleErrorKind::ZeroPeriod`](crate::timer::ScheduleErrorKind::ZeroPeriod)
     /// for a zero `period`.
     ///
     /// ```

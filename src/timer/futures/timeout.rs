@@ -8,9 +8,9 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 use std::time::Instant;
 
-use super::executor::Executor;
 use super::sleep::Sleep;
-use super::Timer;
+use crate::timer::executor::Executor;
+use crate::timer::Timer;
 
 /// A future that runs `F` until a deadline: [`Timer::timeout`]. It
 /// completes with `Ok(output)` if `F` completes first, else with

@@ -50,9 +50,9 @@ use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 use std::time::Instant;
 
-use super::executor::Executor;
 use super::filed::Sleeps;
-use super::{Timer, TimerHandle};
+use crate::timer::executor::Executor;
+use crate::timer::{Timer, TimerHandle};
 use crate::Tick;
 
 /// A future that completes at a deadline: [`Timer::sleep`],
@@ -70,7 +70,7 @@ use crate::Tick;
 /// is gone, and a [`Timeout`](super::Timeout) on it reports [`Elapsed`](super::Elapsed). A sleep holds the
 /// timer's shared state, not its driver, so it does not keep the timer
 /// running. Sleeps do not count against
-/// [`max_pending`](super::Builder::max_pending): they are futures their
+/// [`max_pending`](crate::timer::Builder::max_pending): they are futures their
 /// callers hold.
 ///
 /// ```
@@ -95,12 +95,12 @@ use crate::Tick;
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
 pub struct Sleep {
-    pub(super) timer: Arc<dyn Sleeps>,
+    pub(in crate::timer) timer: Arc<dyn Sleeps>,
     /// The filed timer and its deadline (at most the sleep's), while it
     /// may be pending.
     filed: Option<(TimerHandle, Tick)>,
-    pub(super) deadline: Tick,
-    pub(super) class: u16,
+    pub(in crate::timer) deadline: Tick,
+    pub(in crate::timer) class: u16,
     /// Completed at `deadline` (or its timer stopped).
     done: bool,
 }

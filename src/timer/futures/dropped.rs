@@ -3,26 +3,26 @@
 
 use core::task::Waker;
 
-use super::job::Job;
+use crate::timer::job::Job;
 use crate::{TimerKey, Wheel};
 
 /// How many dropped sleeps' timers a shard notes before it cancels them
 /// together (module docs).
-pub(super) const DROP_BATCH: usize = 32;
+pub(in crate::timer) const DROP_BATCH: usize = 32;
 
 /// The wakers of a cancelled batch, to drop after the lock.
-pub(super) type DroppedWakers = [Option<Waker>; DROP_BATCH];
+pub(in crate::timer) type DroppedWakers = [Option<Waker>; DROP_BATCH];
 
 /// The timers of dropped sleeps a shard has noted (module docs), by slack
 /// class; every one is still filed.
 #[derive(Debug)]
-pub(super) struct Dropped {
+pub(in crate::timer) struct Dropped {
     timers: [Option<(u16, TimerKey)>; DROP_BATCH],
     len: usize,
 }
 
 impl Dropped {
-    pub(super) const fn new() -> Self {
+    pub(in crate::timer) const fn new() -> Self {
         Dropped {
             timers: [None; DROP_BATCH],
             len: 0,
@@ -30,13 +30,13 @@ impl Dropped {
     }
 
     #[inline]
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::timer) fn len(&self) -> usize {
         self.len
     }
 
     /// Notes a timer; `true` once the batch is full.
     #[inline]
-    pub(super) fn push(&mut self, class: u16, key: TimerKey) -> bool {
+    pub(in crate::timer) fn push(&mut self, class: u16, key: TimerKey) -> bool {
         self.timers[self.len] = Some((class, key));
         self.len += 1;
         self.len == DROP_BATCH
@@ -44,7 +44,7 @@ impl Dropped {
 
     /// Cancels every noted timer in `by_class` (their entries prefetched
     /// first); their wakers go to `wakers`.
-    pub(super) fn cancel_all<T>(
+    pub(in crate::timer) fn cancel_all<T>(
         &mut self,
         by_class: &mut [Option<Wheel<Job<T>>>],
         wakers: &mut DroppedWakers,

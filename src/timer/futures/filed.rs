@@ -25,16 +25,16 @@ use alloc::sync::Arc;
 use core::task::Waker;
 use std::time::Instant;
 
-use super::executor::Executor;
-use super::job::Job;
-use super::shard::{ShardCell, Shared, Wheels, RUNNING};
-use super::sync::Ordering;
-use super::{Timer, TimerHandle};
+use crate::timer::executor::Executor;
+use crate::timer::job::Job;
+use crate::timer::shard::{ShardCell, Shared, Wheels, RUNNING};
+use crate::timer::sync::Ordering;
+use crate::timer::{Timer, TimerHandle};
 use crate::{Tick, Wheel};
 
 /// What a sleep needs of its timer, whatever the timer's value and
 /// executor types.
-pub(super) trait Sleeps: Send + Sync {
+pub(in crate::timer) trait Sleeps: Send + Sync {
     fn now(&self) -> Instant;
     /// The slack of `class`, in ticks.
     fn slack(&self, class: u16) -> Tick;
@@ -167,14 +167,14 @@ fn entry<T>(wheels: &mut Wheels<T>, handle: TimerHandle) -> Option<&mut Waker> {
 
 impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     #[cfg(not(all(loom, test)))]
-    pub(super) fn sleeps(&self) -> Arc<dyn Sleeps> {
+    pub(in crate::timer) fn sleeps(&self) -> Arc<dyn Sleeps> {
         let shared: Arc<Shared<T, E>> = Arc::clone(&self.owner.shared);
         shared
     }
 
     /// loom's `Arc` cannot become a trait object: the models box a handle.
     #[cfg(all(loom, test))]
-    pub(super) fn sleeps(&self) -> Arc<dyn Sleeps> {
+    pub(in crate::timer) fn sleeps(&self) -> Arc<dyn Sleeps> {
         Arc::new(loom_shared::LoomShared(self.owner.shared.clone()))
     }
 }
@@ -184,7 +184,9 @@ mod loom_shared {
     use super::*;
 
     /// A model's `Shared` behind loom's `Arc`, as a `Sleeps`.
-    pub(super) struct LoomShared<T, E>(pub(super) super::super::sync::Arc<Shared<T, E>>);
+    pub(in crate::timer) struct LoomShared<T, E>(
+        pub(in crate::timer) crate::timer::sync::Arc<Shared<T, E>>,
+    );
 
     impl<T: Send + 'static, E: Executor<T>> Sleeps for LoomShared<T, E> {
         fn now(&self) -> Instant {
