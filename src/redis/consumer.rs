@@ -35,6 +35,9 @@ impl ClaimLoop {
         let timer = Timer::builder()
             .shards(1)
             .slack(ctx.options.wake_slack)
+            // The slack batches claims: a lead learned on a loaded machine
+            // would wake for each job alone (one claim a job, run B5).
+            .learn_lead(false)
             .thread_name("tickwheel-redis-wake")
             .executor(Inline)
             .build()

@@ -64,6 +64,8 @@ pub struct Builder<T, E> {
     shards: Option<usize>,
     max_pending: Option<usize>,
     thread_name: String,
+    /// Whether the driver learns its wake-up lead (`slack.rs`, the rule).
+    learn_lead: bool,
     clock: alloc::sync::Arc<dyn Clock>,
     executor: E,
     on_undelivered: Option<UndeliveredHook<T>>,
@@ -79,6 +81,7 @@ impl Builder<Task, ThreadPool> {
             shards: None,
             max_pending: None,
             thread_name: String::from("tickwheel-driver"),
+            learn_lead: true,
             clock: alloc::sync::Arc::new(SystemClock),
             executor: ThreadPool::default(),
             on_undelivered: None,
@@ -176,6 +179,25 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
         self
     }
 
+    /// Whether the driver learns how late the OS wakes it and wakes that
+    /// much before a window closes (the default), or always wakes a fixed
+    /// min(slack / 8, 20 µs) before. Learning keeps timers inside their
+    /// windows on a loaded machine, but when the OS is later than the slack
+    /// every timer gets a wake-up of its own: a timer whose slack is there
+    /// to batch wake-ups (to claim many due jobs in one call, say) rather
+    /// than to bound lateness may want it off. The Redis consumer's timer
+    /// turns it off.
+    ///
+    /// ```
+    /// let builder = tickwheel::Timer::builder().learn_lead(false);
+    /// # drop(builder);
+    /// ```
+    #[must_use]
+    pub fn learn_lead(mut self, learn: bool) -> Self {
+        self.learn_lead = learn;
+        self
+    }
+
     /// The driver thread's name. Default `tickwheel-driver`. A name with a
     /// NUL byte makes [`build`](Self::build) fail with
     /// [`BuildError::ThreadName`].
@@ -220,6 +242,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
             shards: self.shards,
             max_pending: self.max_pending,
             thread_name: self.thread_name,
+            learn_lead: self.learn_lead,
             clock: self.clock,
             executor,
             on_undelivered: None,
@@ -272,6 +295,9 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
             time.slack_ticks(self.slack),
             time.slack_ticks(Classes::MAX_LEAD),
         );
+        if !self.learn_lead {
+            classes.keep_fixed_lead();
+        }
         let class = classes.class_of(time.slack_ticks(self.slack));
         let shards = match self.shards {
             Some(n) if n == 0 || n > 1024 => return Err(BuildError::Shards(n)),

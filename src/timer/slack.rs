@@ -65,7 +65,7 @@
 use core::time::Duration;
 
 use super::executor::Executor;
-use super::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
+use super::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use super::Timer;
 
 /// Slacks (other than zero and powers of two) that keep their exact
@@ -102,6 +102,8 @@ pub(super) struct Classes {
     /// written by the driver. Any value is safe: it moves wake-ups inside
     /// windows, never a timer's firing before its deadline.
     learned: AtomicU64,
+    /// `Builder::learn_lead(false)`: the learned lead is not used.
+    fixed: AtomicBool,
 }
 
 /// A class's index, its slack and how long after a deadline the driver
@@ -129,6 +131,7 @@ impl Classes {
             register: Mutex::new(()),
             max_lead,
             learned: AtomicU64::new(0),
+            fixed: AtomicBool::new(false),
         };
         classes.class_of(default);
         classes
@@ -221,9 +224,18 @@ impl Classes {
         fixed.max(learned).min(slack)
     }
 
-    /// The lead the driver has learned, in ticks (`latency.rs`).
+    /// The lead the driver has learned, in ticks (`latency.rs`); ignored
+    /// after [`keep_fixed_lead`](Self::keep_fixed_lead).
     pub(super) fn learn_lead(&self, ticks: u64) {
-        self.learned.store(ticks, Ordering::Relaxed);
+        if !self.fixed.load(Ordering::Relaxed) {
+            self.learned.store(ticks, Ordering::Relaxed);
+        }
+    }
+
+    /// Keeps the fixed lead, min(slack / 8, 20 µs), whatever is learned
+    /// (`Builder::learn_lead(false)`).
+    pub(super) fn keep_fixed_lead(&self) {
+        self.fixed.store(true, Ordering::Relaxed);
     }
 }
 
