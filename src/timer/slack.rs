@@ -424,6 +424,16 @@ mod tests {
         assert_eq!(classes.get(0).wake_after, 0);
     }
 
+    #[test]
+    fn a_fixed_lead_ignores_what_is_learned() {
+        // `Builder::learn_lead(false)`: slack that batches wake-ups keeps
+        // doing so however late the OS is.
+        let classes = Classes::new(1_000, 20);
+        classes.keep_fixed_lead();
+        classes.learn_lead(900);
+        assert_eq!(classes.get(1).wake_after, 980, "the fixed lead");
+    }
+
     /// The estimator's lead, published as the driver does, moves a class's
     /// wake-up: 1 ms of slack wakes about 0.3 ms before its windows close
     /// when the OS is that late, and at its deadline when it is later.
