@@ -59,6 +59,10 @@
 //!   `redis`, JSON payloads for the queue.
 //! - `redis`: the `redis` module, durable delayed jobs shared by many
 //!   processes on a Redis server, each consumer woken by a `Timer`.
+//! - `tracing`: events for operators through the `tracing` facade: the
+//!   Redis queue's retries and unreachable server, dead letters, misfires
+//!   and lost leases; the journal's damage and failed writes. Each event
+//!   names its queue or journal.
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -67,6 +71,8 @@ extern crate alloc;
 extern crate std;
 
 mod error;
+#[cfg(feature = "std")]
+mod event;
 mod key;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]

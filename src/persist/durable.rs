@@ -28,6 +28,7 @@ use super::keys::Keys;
 use super::lock::JournalLock;
 use super::payload::Payload;
 use super::{MisfirePolicy, Outcome, PendingJob, Snapshot};
+use crate::event::event;
 use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer};
 
 /// Delayed jobs that survive a crash: a [`Timer`] whose every schedule,
@@ -181,6 +182,15 @@ where
         let lock = JournalLock::acquire(path)?;
         remove_stale_temps(path);
         let replayed = replay(path)?;
+        for damage in &replayed.damage {
+            event!(
+                warn,
+                "journal damage skipped (its records are lost)",
+                journal = path.display(),
+                offset = damage.offset,
+                len = damage.len
+            );
+        }
         let mut folded = replayed.folded;
         let mut recovery = Recovery {
             outcomes: Vec::new(),
@@ -350,7 +360,7 @@ where
             return None;
         }
         if self.log.append(Record::Cancel { id: handle.id }).is_err() {
-            self.log.write_errors.fetch_add(1, Ordering::Relaxed);
+            self.log.write_failed();
         }
         self.timer.cancel(handle.handle).map(|job| {
             if let Some(key) = &job.key {
@@ -388,7 +398,7 @@ where
             .append(Record::Reset { id: handle.id, due })
             .is_err()
         {
-            self.log.write_errors.fetch_add(1, Ordering::Relaxed);
+            self.log.write_failed();
             return false;
         }
         self.timer.reset_at(handle.handle, deadline)
@@ -421,7 +431,7 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_errors(&self) -> u64 {
-        self.log.write_errors.load(Ordering::Relaxed)
+        self.log.write_errors()
     }
 
     /// Compactions that failed while the timer ran (no room for the new
@@ -524,7 +534,7 @@ impl<T: Send + 'static> Drop for DurableTimer<T> {
             let _ = flusher.join();
         }
         if self.log.sync_all().is_err() {
-            self.log.write_errors.fetch_add(1, Ordering::Relaxed);
+            self.log.write_failed();
         }
         // The driver has stopped, so nothing writes any more.
         self.log.unlock();

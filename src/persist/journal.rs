@@ -25,6 +25,7 @@ use super::format::{self, Damage, Record};
 use super::handle::Found;
 use super::keys::Keys;
 use super::lock::JournalLock;
+use crate::event::event;
 use crate::timer::{Executor, Expired, Rejected};
 
 /// When the journal is flushed to stable storage (`fsync`).
@@ -228,7 +229,9 @@ pub(super) struct Log {
     dirty: AtomicBool,
     /// Records that could not be written (disk full, ...) from the
     /// driver thread, where nobody can be told.
-    pub(super) write_errors: AtomicU64,
+    write_errors: AtomicU64,
+    /// The journal's path, as events name it.
+    name: String,
     /// Compactions that failed at run time (the journal kept growing).
     pub(super) compaction_failures: AtomicU64,
     pub(super) stop: AtomicBool,
@@ -281,12 +284,29 @@ impl Log {
             synced: Mutex::new(0),
             dirty: AtomicBool::new(false),
             write_errors: AtomicU64::new(0),
+            name: format!("{}", path.display()),
             compaction_failures: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             compact_floor: AtomicU64::new(COMPACT_FLOOR),
             lock: Mutex::new(Some(lock)),
             flusher: OnceLock::new(),
         })
+    }
+
+    /// Counts a record that could not be written (disk full, ...), where
+    /// no caller can be told: `write_errors`, and an event.
+    pub(super) fn write_failed(&self) {
+        self.write_errors.fetch_add(1, Ordering::Relaxed);
+        event!(
+            error,
+            "a journal record could not be written",
+            journal = self.name
+        );
+    }
+
+    /// Records that could not be written so far.
+    pub(super) fn write_errors(&self) -> u64 {
+        self.write_errors.load(Ordering::Relaxed)
     }
 
     /// Lets another timer open the journal: the owner has stopped writing.
@@ -368,7 +388,7 @@ impl Log {
         if self.dirty.swap(false, Ordering::AcqRel) {
             let file = Arc::clone(&lock(&self.state).file);
             if file.sync_data().is_err() {
-                self.write_errors.fetch_add(1, Ordering::Relaxed);
+                self.write_failed();
             }
         }
     }
@@ -558,7 +578,7 @@ impl<T: Send + 'static> Executor<Job<T>> for RunAndRecord<T> {
         // restart (at least once).
         (self.handler)(value);
         if self.log.append(Record::Done { id }).is_err() {
-            self.log.write_errors.fetch_add(1, Ordering::Relaxed);
+            self.log.write_failed();
         }
         Ok(())
     }

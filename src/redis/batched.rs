@@ -17,6 +17,7 @@ use super::ops::{array, bytes, check_id, check_payload, int, keys_with, own, tim
 use super::outcome::{Acked, Cancelled, Delivery, Scheduled};
 use super::pending::Pending;
 use super::QueueError;
+use crate::event::event;
 
 lua!(SCHEDULE, "schedule.lua");
 lua!(CANCEL, "cancel.lua");
@@ -213,6 +214,11 @@ pub(super) fn acked(items: &[Value], ctx: &Ctx) -> Vec<Acked> {
             Some(2) => Acked::Acked,
             _ => {
                 bump(&c.lease_lost, 1);
+                event!(
+                    warn,
+                    "an ack found its lease lost (the job went to another delivery)",
+                    queue = ctx.identity
+                );
                 Acked::LeaseLost
             }
         })

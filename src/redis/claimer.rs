@@ -45,6 +45,7 @@ use super::options::micros;
 use super::outcome::{Acked, Delivery};
 use super::pending::Reply;
 use super::QueueError;
+use crate::event::event;
 use crate::timer::{Inline, Task, Timer};
 
 lua!(CLAIM, "claim.lua");
@@ -372,6 +373,30 @@ async fn claim(io: &Io, max: usize, acks: &[AckJob]) -> Result<Claimed, QueueErr
     bump(&c.dead_lettered, dead as u64);
     bump(&c.discarded, discarded as u64);
     bump(&c.spread, spread as u64);
+    if dead > 0 {
+        event!(
+            warn,
+            "jobs dead-lettered (out of attempts, or missed under the dead-letter policy)",
+            queue = ctx.identity,
+            count = dead
+        );
+    }
+    if discarded > 0 {
+        event!(
+            warn,
+            "missed jobs discarded by the misfire policy",
+            queue = ctx.identity,
+            count = discarded
+        );
+    }
+    if spread > 0 {
+        event!(
+            info,
+            "missed jobs spread by the misfire policy",
+            queue = ctx.identity,
+            count = spread
+        );
+    }
     let mut jobs = Vec::new();
     while let Some(job) = delivery(&ctx.identity, &mut items) {
         let late = now.saturating_sub(micros_of(job.due));

@@ -46,6 +46,7 @@ use super::options::Options;
 use super::pending::{Pending, Reply};
 use super::server::{self, Conn, Reach};
 use super::QueueError;
+use crate::event::event;
 
 /// Work for the I/O thread that is not batched: it answers its own reply.
 pub(super) type Task = Box<dyn FnOnce(Io) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
@@ -140,8 +141,20 @@ impl Io {
             }
             bump(&self.ctx.counters.failures, 1);
             if started.elapsed() >= options.retry_for {
+                event!(
+                    error,
+                    "redis unreachable for the retry window",
+                    queue = self.ctx.identity,
+                    error = err
+                );
                 return Err(QueueError::Unavailable(err.to_string()));
             }
+            event!(
+                warn,
+                "a redis call failed; retrying",
+                queue = self.ctx.identity,
+                error = err
+            );
             tokio::time::sleep(jitter(backoff)).await;
             backoff = (backoff * 2).min(Duration::from_millis(500));
             again = true;
@@ -373,8 +386,20 @@ async fn connect(ctx: &Ctx) -> Result<Conn, QueueError> {
             Err(e) => {
                 bump(&ctx.counters.failures, 1);
                 if started.elapsed() >= ctx.options.retry_for {
+                    event!(
+                        error,
+                        "redis unreachable for the retry window",
+                        queue = ctx.identity,
+                        error = e
+                    );
                     return Err(QueueError::Unavailable(e.to_string()));
                 }
+                event!(
+                    warn,
+                    "cannot reach redis; dialling again",
+                    queue = ctx.identity,
+                    error = e
+                );
             }
         }
         tokio::time::sleep(jitter(backoff)).await;

@@ -261,7 +261,9 @@ fn fire_precise<T: Send + 'static, E: Executor<T>>(
                 shard: index as u16,
                 class,
             };
-            // Dropped sleeps' wakers: runtime code, dropped after the lock.
+            // Dropped sleeps' wakers: runtime code, dropped after the lock
+            // (nothing without `async`).
+            #[cfg_attr(not(feature = "async"), allow(clippy::let_unit_value))]
             let _dropped = {
                 let mut wheels = cell.lock.lock();
                 if wheels.get(class.index).is_none() {

@@ -1,0 +1,148 @@
+//! The events operators get through `tracing` (feature `tracing`), caught
+//! by a subscriber of this test's own: journal damage names its journal;
+//! on a real `redis-server`, dead letters, lost leases, retries and an
+//! unreachable server name their queue.
+
+extern crate alloc;
+
+use core::fmt::Write as _;
+use core::sync::atomic::{AtomicU64, Ordering};
+use core::time::Duration;
+use std::sync::{Mutex, Once};
+use std::time::SystemTime;
+
+use tickwheel::persist::{DurableTimer, SyncPolicy};
+use tickwheel::redis::{Acked, Queue};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+use redis_server::RedisServer;
+#[path = "support/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
+/// Every event so far, as `LEVEL message field=value …`.
+static EVENTS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+struct Catch;
+
+struct Line<'a>(&'a mut String);
+
+impl Visit for Line<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn core::fmt::Debug) {
+        let _ = write!(self.0, " {}={:?}", field.name(), value);
+    }
+}
+
+impl Subscriber for Catch {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Id::from_u64(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut line = event.metadata().level().to_string();
+        event.record(&mut Line(&mut line));
+        EVENTS.lock().unwrap().push(line);
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+fn catch() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| tracing::subscriber::set_global_default(Catch).unwrap());
+}
+
+/// The events so far that contain every one of `parts`.
+fn events_with(parts: &[&str]) -> Vec<String> {
+    EVENTS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| parts.iter().all(|p| e.contains(p)))
+        .cloned()
+        .collect()
+}
+
+/// A journal with a damaged record: reopening it reports the damage, and
+/// so does a warning naming the journal, the offset and the length.
+#[test]
+fn journal_damage_is_an_event_naming_the_journal() {
+    catch();
+    let dir = Scratch::new("tracing-damage");
+    let path = dir.path("damaged.journal");
+    let open = || DurableTimer::<u64>::open(&path, SyncPolicy::Always, &Default::default(), |_| {});
+    let (timer, _) = open().unwrap();
+    for i in 0..3 {
+        timer.schedule(Duration::from_secs(3600), i).unwrap();
+    }
+    drop(timer);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x5a;
+    std::fs::write(&path, &bytes).unwrap();
+    let (_timer, recovery) = open().unwrap();
+    assert!(
+        !recovery.damage.is_empty(),
+        "the flipped byte damaged a record"
+    );
+    let name = path.display().to_string();
+    let damage = events_with(&["WARN", "journal damage", &name]);
+    assert_eq!(damage.len(), recovery.damage.len(), "{damage:?}");
+    let d = &recovery.damage[0];
+    assert!(
+        damage[0].contains(&format!("offset={}", d.offset)),
+        "{damage:?}"
+    );
+}
+
+/// Out of attempts, a job is dead-lettered: a warning names the queue; the
+/// first consumer's late ack finds its lease lost: another. With the
+/// server gone, a call warns that it retries, then errs that Redis is
+/// unreachable.
+#[test]
+fn queue_events_name_their_queue() {
+    catch();
+    let Some(mut server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = Queue::builder(&server.url(), "traced")
+        .max_attempts(1)
+        .lease(Duration::from_millis(100))
+        .retry(Duration::from_millis(300), Duration::from_millis(100))
+        .connect()
+        .unwrap();
+    let port = format!("127.0.0.1:{}", server.port());
+    queue
+        .schedule("t1", SystemTime::now() - Duration::from_secs(1), b"")
+        .unwrap();
+    let first = queue.consumer().unwrap();
+    let held = first.fetch(1, Duration::from_secs(2)).unwrap();
+    assert_eq!(held.len(), 1);
+    std::thread::sleep(Duration::from_millis(300));
+    let second = queue.consumer().unwrap();
+    assert!(second
+        .fetch(1, Duration::from_millis(300))
+        .unwrap()
+        .is_empty());
+    assert_eq!(queue.len().unwrap(), (0, 1), "dead-lettered");
+    let dead = events_with(&["WARN", "dead-lettered", "traced", &port, "count=1"]);
+    assert_eq!(dead.len(), 1, "{:?}", EVENTS.lock().unwrap());
+    assert_eq!(first.ack(&held[0]).unwrap(), Acked::LeaseLost);
+    assert_eq!(events_with(&["WARN", "lease lost", "traced"]).len(), 1);
+
+    server.kill9();
+    assert!(queue
+        .schedule_in("t2", Duration::from_secs(60), b"")
+        .is_err());
+    assert!(!events_with(&["WARN", "retrying", "traced"]).is_empty());
+    assert!(!events_with(&["ERROR", "unreachable", "traced"]).is_empty());
+}
