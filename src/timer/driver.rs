@@ -48,7 +48,7 @@ use std::time::Instant;
 use super::executor::{Executor, Rejected, Why};
 use super::job::{Job, Make};
 use super::latency::WakeLatency;
-use super::shard::{Shard, Shared, FINISHING, RUNNING, STOPPING};
+use super::shard::{Shard, ShardCell, Shared, FINISHING, RUNNING, STOPPING};
 use super::slack::{BySlack, Class};
 use super::sync::{thread, Ordering};
 use super::{Expired, TimerHandle};
@@ -203,32 +203,9 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
                 shard: index as u16,
                 class,
             };
-            loop {
-                // Dropped sleeps' wakers, if any: runtime code, dropped at
-                // the end of this round, after the lock.
-                let (more, _dropped) = {
-                    let mut wheels = cell.lock.lock();
-                    if wheels.get(class.index).is_none() {
-                        break;
-                    }
-                    // Dropped sleeps' timers go before time moves (`futures/filed.rs`).
-                    #[cfg(feature = "async")]
-                    let dropped = wheels.flush_dropped();
-                    #[cfg(not(feature = "async"))]
-                    let dropped = ();
-                    let Some(wheel) = wheels.get_mut(class.index) else {
-                        break;
-                    };
-                    collect(wheel, place, now, now_up, limit, batch);
-                    let more = batch.len() == limit;
-                    if !more {
-                        if let Some(due) = wheel.next_expiration() {
-                            next = next.min(due.saturating_add(class.wake_after));
-                        }
-                    }
-                    cell.publish_len(&wheels);
-                    (more, dropped)
-                };
+            while let Some(taken) = take_due(cell, place, now, now_up, limit, batch) {
+                let more = taken.filled;
+                next = next.min(taken.next);
                 deliver(shared, batch);
                 if urgent != Tick::MAX && shared.time.now_tick().0 >= urgent {
                     return urgent;
@@ -261,31 +238,11 @@ fn fire_precise<T: Send + 'static, E: Executor<T>>(
                 shard: index as u16,
                 class,
             };
-            // Dropped sleeps' wakers: runtime code, dropped after the lock
-            // (nothing without `async`).
-            #[cfg_attr(not(feature = "async"), allow(clippy::let_unit_value))]
-            let _dropped = {
-                let mut wheels = cell.lock.lock();
-                if wheels.get(class.index).is_none() {
-                    continue;
-                }
-                #[cfg(feature = "async")]
-                let dropped = wheels.flush_dropped();
-                #[cfg(not(feature = "async"))]
-                let dropped = ();
-                let Some(wheel) = wheels.get_mut(class.index) else {
-                    continue;
-                };
-                let limit = batch.len() + BATCH;
-                collect(wheel, place, now, now_up, limit, batch);
-                if batch.len() == limit {
-                    more = true;
-                } else if let Some(due) = wheel.next_expiration() {
-                    next = next.min(due.saturating_add(class.wake_after));
-                }
-                cell.publish_len(&wheels);
-                dropped
-            };
+            let limit = batch.len() + BATCH;
+            if let Some(taken) = take_due(cell, place, now, now_up, limit, batch) {
+                more |= taken.filled;
+                next = next.min(taken.next);
+            }
         }
         // Stable: a shard's timers of equal deadline keep their order.
         batch.sort_by_key(|fire| fire.deadline);
@@ -301,6 +258,56 @@ fn fire_precise<T: Send + 'static, E: Executor<T>>(
 struct Place {
     shard: u16,
     class: Class,
+}
+
+/// What [`take_due`] took from one shard.
+struct Taken {
+    /// The batch reached its limit: the shard may have more due.
+    filled: bool,
+    /// When the class next needs the driver for this shard (`Tick::MAX`
+    /// if filled, or if nothing is left).
+    next: Tick,
+    /// Dropped sleeps' wakers, flushed with the lock held and dropped (as
+    /// runtime code) with this, after it.
+    #[cfg(feature = "async")]
+    _dropped: Option<super::futures::DroppedWakers>,
+}
+
+/// One shard's part of a pass for `place.class`, under the shard's lock:
+/// cancels the timers of dropped sleeps (before time moves,
+/// `futures/filed.rs`), then collects due timers until `batch` holds
+/// `limit`. `None` if the shard has no wheel of that class.
+fn take_due<T>(
+    cell: &ShardCell<T>,
+    place: Place,
+    now: Tick,
+    now_up: Tick,
+    limit: usize,
+    batch: &mut Vec<Fire<T>>,
+) -> Option<Taken> {
+    let mut wheels = cell.lock.lock();
+    wheels.get(place.class.index)?;
+    #[cfg(feature = "async")]
+    let dropped = wheels.flush_dropped();
+    let Some(wheel) = wheels.get_mut(place.class.index) else {
+        // The wakers go after the lock, as below.
+        drop(wheels);
+        return None;
+    };
+    collect(wheel, place, now, now_up, limit, batch);
+    let filled = batch.len() == limit;
+    let next = match wheel.next_expiration() {
+        Some(due) if !filled => due.saturating_add(place.class.wake_after),
+        _ => Tick::MAX,
+    };
+    cell.publish_len(&wheels);
+    drop(wheels);
+    Some(Taken {
+        filled,
+        next,
+        #[cfg(feature = "async")]
+        _dropped: dropped,
+    })
 }
 
 /// Takes due timers out of `wheel` (one-shots) or re-arms them in place
