@@ -214,30 +214,53 @@ fn bench_peer<W: Workload, P: Peer>(
     outcomes: &RefCell<Vec<(&'static str, Outcome)>>,
     mut make: impl FnMut(usize) -> P,
 ) {
+    bench_one(group, name, outcomes, |iters| {
+        workload.run(iters, &mut make)
+    });
+}
+
+/// Benches one peer with `run` (iterations to time and what the last run
+/// saw), keeping what its last run saw in `seen`.
+fn bench_one<O>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &'static str,
+    seen: &RefCell<Vec<(&'static str, O)>>,
+    mut run: impl FnMut(u64) -> (Duration, O),
+) {
     let mut last = None;
     group.bench_function(name, |b| {
         b.iter_custom(|iters| {
-            let (time, outcome) = workload.run(iters, &mut make);
+            let (time, outcome) = run(iters);
             last = Some(outcome);
             time
         });
     });
     if let Some(outcome) = last {
-        outcomes.borrow_mut().push((name, outcome));
+        seen.borrow_mut().push((name, outcome));
     }
 }
 
-fn bench_workload<W: Workload>(c: &mut Criterion, workload: &W, checks: &mut Checks) {
-    let name = workload.group();
-    let mut group = c.benchmark_group(&name);
-    // Each iteration is a whole batch of 10^5–10^6 operations: ten samples,
-    // one or a few iterations each, are plenty.
+/// A group of batch workloads: ten samples, one or a few iterations each
+/// (each iteration is a whole batch of 10^5–10^6 operations).
+fn batch_group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+    measurement_time: Duration,
+    elements: u64,
+) -> BenchmarkGroup<'a, WallTime> {
+    let mut group = c.benchmark_group(name);
     group
         .sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_millis(500))
-        .measurement_time(workload.measurement_time())
-        .throughput(Throughput::Elements(workload.elements()));
+        .measurement_time(measurement_time)
+        .throughput(Throughput::Elements(elements));
+    group
+}
+
+fn bench_workload<W: Workload>(c: &mut Criterion, workload: &W, checks: &mut Checks) {
+    let name = workload.group();
+    let mut group = batch_group(c, &name, workload.measurement_time(), workload.elements());
     let outcomes = RefCell::new(Vec::new());
 
     bench_peer(
@@ -399,29 +422,13 @@ fn bench_loop_peer<W: LoopWorkload, T: Timers>(
     tallies: &RefCell<Vec<(&'static str, Tally)>>,
     mut make: impl FnMut(usize) -> T,
 ) {
-    let mut last = None;
-    group.bench_function(name, |b| {
-        b.iter_custom(|iters| {
-            let (time, tally) = workload.run(iters, &mut make);
-            last = Some(tally);
-            time
-        });
-    });
-    if let Some(tally) = last {
-        tallies.borrow_mut().push((name, tally));
-    }
+    bench_one(group, name, tallies, |iters| workload.run(iters, &mut make));
 }
 
 /// One server-loop workload, every peer; their tallies go to `checks`.
 fn bench_loop<W: LoopWorkload>(c: &mut Criterion, workload: &W, checks: &mut Checks) {
     let name = workload.group();
-    let mut group = c.benchmark_group(&name);
-    group
-        .sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(workload.measurement_time())
-        .throughput(Throughput::Elements(workload.elements()));
+    let mut group = batch_group(c, &name, workload.measurement_time(), workload.elements());
     let tallies = RefCell::new(Vec::new());
     bench_loop_peer(
         &mut group,
