@@ -30,7 +30,10 @@
 //!
 //! The 10 µs cover the pass's own work before the hand-off. Before
 //! anything is learned, or on a clock that is never late (a manual clock
-//! driven to each wake-up), the lead is min(`s_c` / 8, 20 µs). A class
+//! driven to each wake-up), or when the builder says not to learn
+//! (`Builder::learn_lead(false)`: a timer whose slack is there to batch
+//! wake-ups, such as the Redis consumer's), the lead is min(`s_c` / 8,
+//! 20 µs). A class
 //! whose slack is below `L` wakes at its earliest deadline, as a class of
 //! zero slack always does. However early it wakes, the driver fires only
 //! timers whose deadline has passed: nothing fires early.
