@@ -130,6 +130,88 @@ fn equal_due_times_come_out_first_in_first_out() {
     assert_eq!(got, ids);
 }
 
+/// All jobs of one `schedule_many` share one script call: an id named twice
+/// in it is created once, a delay counts from the server's now, and a due
+/// time is kept to the microsecond.
+#[test]
+fn one_call_naming_an_id_twice_creates_it_once_at_the_right_time() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).connect().unwrap();
+    let (minute, half) = (Duration::from_secs(60), Duration::from_secs(30));
+    let before = SystemTime::now();
+    let done = queue
+        .schedule_many(&[
+            ("d", minute, b"1"),
+            ("e", half, b"2"),
+            ("d", minute, b"3"),
+            ("e", MS, b"4"),
+        ])
+        .unwrap();
+    let after = SystemTime::now();
+    let [Scheduled::Created { due: d }, Scheduled::Created { due: e }, Scheduled::Exists, Scheduled::Exists] =
+        done[..]
+    else {
+        panic!("{done:?}");
+    };
+    // The server runs on this machine: its clock is ours.
+    for (due, delay) in [(d, minute), (e, half)] {
+        assert!(
+            due >= before + delay && due <= after + delay + MS,
+            "{due:?}"
+        );
+    }
+    let micros = before
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    let at = SystemTime::UNIX_EPOCH + Duration::from_micros(micros + 45_000_000);
+    let done = queue
+        .schedule_many_at(&[("f", at, b"5"), ("f", at, b"6"), ("d", at, b"7")])
+        .unwrap();
+    assert_eq!(
+        done,
+        [
+            Scheduled::Created { due: at },
+            Scheduled::Exists,
+            Scheduled::Exists
+        ]
+    );
+    assert_eq!(queue.len().unwrap(), (3, 0));
+    assert_eq!(queue.metrics().duplicates, 4);
+    assert_eq!(
+        queue.cancel("d").unwrap(),
+        Cancelled::Cancelled(b"1".to_vec())
+    );
+    assert_eq!(
+        queue.cancel("f").unwrap(),
+        Cancelled::Cancelled(b"5".to_vec())
+    );
+}
+
+/// A dead letter can be cancelled, once, and hands its payload back.
+#[test]
+fn a_dead_letter_is_cancelled_once_with_its_payload() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).max_attempts(1).connect().unwrap();
+    let consumer = queue.consumer().unwrap();
+    queue.schedule_in("poison", MS, b"p").unwrap();
+    let job = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    assert_eq!(consumer.nack(&job, MS).unwrap(), Nacked::DeadLettered);
+    assert_eq!(queue.len().unwrap(), (0, 1));
+    assert_eq!(
+        queue.cancel("poison").unwrap(),
+        Cancelled::Cancelled(b"p".to_vec())
+    );
+    assert_eq!(queue.cancel("poison").unwrap(), Cancelled::Ended);
+    assert_eq!(queue.len().unwrap(), (0, 0));
+    assert!(queue.dead_letters(10).unwrap().is_empty());
+    assert!(!queue.requeue("poison").unwrap());
+}
+
 #[test]
 fn cancel_says_who_won() {
     let Some(server) = RedisServer::start_or_skip() else {

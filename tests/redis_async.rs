@@ -77,6 +77,49 @@ fn a_thousand_schedules_in_flight_under_tokio_share_one_connection() {
     });
 }
 
+/// Cancels of one id in flight together (sharing script calls): exactly
+/// one wins and gets the payload, every other says the job ended.
+#[test]
+fn concurrent_cancels_of_one_id_have_one_winner() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let queue = Queue::builder(&server.url(), "orders")
+            .connect_async()
+            .await
+            .unwrap();
+        for round in 0..20 {
+            let id = format!("o{round}");
+            queue
+                .schedule_in(&id, Duration::from_secs(60), id.as_bytes())
+                .await
+                .unwrap();
+            let tasks: Vec<_> = (0..50)
+                .map(|_| {
+                    let (queue, id) = (queue.clone(), id.clone());
+                    tokio::spawn(async move { queue.cancel(&id).await.unwrap() })
+                })
+                .collect();
+            let mut won = Vec::new();
+            for task in tasks {
+                match task.await.unwrap() {
+                    Cancelled::Cancelled(payload) => won.push(payload),
+                    Cancelled::Ended => {}
+                    other => panic!("{other:?}"),
+                }
+            }
+            assert_eq!(won, [id.into_bytes()]);
+        }
+        assert_eq!(queue.len().await.unwrap(), (0, 0));
+        assert_eq!(queue.metrics().cancelled, 20);
+    });
+}
+
 #[test]
 fn the_same_calls_under_smol() {
     let Some(server) = RedisServer::start_or_skip() else {

@@ -48,37 +48,51 @@ impl Batched for ScheduleJob {
         let mut cmd = SCHEDULE.command(&ctx.keys.fixed);
         cmd.arg(&ctx.keys.channel);
         for job in jobs {
-            let (kind, micros) = job.when.kind();
             cmd.arg(&job.id)
                 .arg(job.token.bytes())
-                .arg(kind)
-                .arg(micros)
+                .arg(job.when.schedule_arg())
                 .arg(&job.payload);
         }
         cmd
     }
 
+    /// The reply is the server's now, then a pair per job the call did
+    /// not just create (see schedule.lua); every other job was created.
     fn answers(reply: Value, jobs: &[Self], ctx: &Ctx) -> Result<Vec<Scheduled>, QueueError> {
+        let wrong = || QueueError::Server(String::from("a malformed schedule reply"));
         let items = array(reply)?;
-        if items.len() != jobs.len() * 2 {
-            return Err(QueueError::Server(String::from(
-                "a schedule reply of the wrong length",
-            )));
+        let now = items.first().and_then(int).ok_or_else(wrong)?;
+        if items.len() % 2 != 1 {
+            return Err(wrong());
+        }
+        let mut out: Vec<Scheduled> = jobs
+            .iter()
+            .map(|job| Scheduled::Created {
+                due: time_of(match job.when {
+                    When::At(micros) => micros as i64,
+                    When::In(micros) => now.saturating_add(micros as i64),
+                }),
+            })
+            .collect();
+        for pair in items[1..].chunks(2) {
+            let index = int(&pair[0])
+                .and_then(|i| usize::try_from(i).ok())
+                .filter(|&i| (1..=jobs.len()).contains(&i))
+                .ok_or_else(wrong)?;
+            out[index - 1] = match int(&pair[1]) {
+                // Created by this call's first attempt, whose reply was lost.
+                Some(due) => Scheduled::Created { due: time_of(due) },
+                None => Scheduled::Exists,
+            };
         }
         let c = &ctx.counters;
-        Ok(items
-            .chunks(2)
-            .map(|pair| match (int(&pair[0]), int(&pair[1])) {
-                (Some(1), Some(due)) => {
-                    bump(&c.scheduled, 1);
-                    Scheduled::Created { due: time_of(due) }
-                }
-                _ => {
-                    bump(&c.duplicates, 1);
-                    Scheduled::Exists
-                }
-            })
-            .collect())
+        for answer in &out {
+            match answer {
+                Scheduled::Created { .. } => bump(&c.scheduled, 1),
+                Scheduled::Exists => bump(&c.duplicates, 1),
+            }
+        }
+        Ok(out)
     }
 }
 

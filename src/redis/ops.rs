@@ -61,6 +61,15 @@ impl When {
         }
     }
 
+    /// The schedule script's time argument: the due time's digits, or a
+    /// delay's after a '-'.
+    pub(super) fn schedule_arg(self) -> String {
+        match self {
+            When::At(micros) => micros.to_string(),
+            When::In(micros) => alloc::format!("-{micros}"),
+        }
+    }
+
     pub(super) fn kind(self) -> (&'static str, u64) {
         match self {
             When::At(micros) => ("a", micros),

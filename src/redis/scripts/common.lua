@@ -27,7 +27,9 @@
 --   made    8 bytes: the request token of the schedule that created it
 --   last    8 bytes: the request token of the last call that changed it
 -- (`struct`, a C library every Redis has, packs and unpacks it in one
--- call.) A retried call carries the token of its first attempt, so it can
+-- call; the hot loops of schedule and cancel cut fields out by these byte
+-- offsets instead: state 1, fence 2-5, attempt 6-9, due 10-17, seq 18-25,
+-- made 26-33, last 34-41.) A retried call carries the token of its first attempt, so it can
 -- tell its own earlier effect from anyone else's and answer the same.
 -- Scores and due times are passed to Redis as Lua numbers: whole numbers
 -- below 2^53, exact in a double and in Redis's conversion.

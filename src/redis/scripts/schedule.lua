@@ -1,48 +1,59 @@
--- ARGV: wake channel, then per job: id, token (8 bytes), 'a' (at) or 'i'
--- (in), microseconds, payload. Per job, returns 1 and the due time if this
--- call created it (a retry of the call that did gets the same answer), or
--- 0 and the state of the job that holds the id.
+-- ARGV: wake channel, then per job: id, token (8 bytes), time, payload.
+-- The time is the due time in microseconds of the server's clock, or, with
+-- a leading '-', a delay from now. Returns now (0 if no job was relative),
+-- then a pair per job that this call did not just create: its index and
+-- either its due time (a number: the first attempt of this same call
+-- created it) or the state of the job that holds the id (text). Every
+-- other job was created, due at its time or now plus its delay.
 local channel = ARGV[1]
-local n = (#ARGV - 1) / 5
+local n = (#ARGV - 1) / 4
 local ids = {}
-for i = 1, n do ids[i] = ARGV[5 * i - 3] end
+for i = 1, n do ids[i] = ARGV[4 * i - 2] end
 local got = redis.call('HMGET', KEYS[2], unpack(ids))
-local out, fresh, records, scores = {}, {}, {}, {}
+local out, fresh, records, scores = { 0 }, {}, {}, {}
 -- Counted, not `#t`: Lua's length is a search, and this loop runs per job.
-local nr = 0
+local nr, no = 0, 1
 local now, first, base
+local delay, delay_due, delay_score
+local byte, pack = string.byte, struct.pack
+local W9 = 'w' .. string.rep('\0', 8)
 for i = 1, n do
-  local at = 5 * i - 3
+  local at = 4 * i - 2
   local id, rec = ids[i], got[i]
   if fresh[id] then
-    out[2 * i - 1], out[2 * i] = 0, 'w'
+    out[no + 1], out[no + 2], no = i, 'w', no + 2
   elseif rec then
     local s, _, _, due, _, made = struct.unpack(HEADER, rec)
     if made == ARGV[at + 1] then
-      out[2 * i - 1], out[2 * i] = 1, due
+      out[no + 1], out[no + 2], no = i, due, no + 2
     else
-      out[2 * i - 1], out[2 * i] = 0, s
+      out[no + 1], out[no + 2], no = i, s, no + 2
     end
   else
-    -- The score as the client's text when the time is absolute: turning
-    -- a Lua number back into text costs a printf per job.
-    local score = ARGV[at + 3]
-    local due = tonumber(score)
-    if ARGV[at + 2] == 'i' then
-      now = now or clock()
-      due = now + due
-      score = due
+    -- An absolute time's score is the client's text: turning a Lua number
+    -- back into text costs a printf per job.
+    local score = ARGV[at + 2]
+    local due
+    if byte(score, 1) == 45 then
+      -- Jobs with the same delay share one due time and its text.
+      if score ~= delay then
+        if now == nil then now = clock(); out[1] = now end
+        delay, delay_due = score, now - tonumber(score)
+        delay_score = num(delay_due)
+      end
+      due, score = delay_due, delay_score
+    else
+      due = tonumber(score)
     end
     -- Sequence numbers for the whole call, taken once (the ids that
     -- exist leave gaps, which order nothing).
     if base == nil then base = redis.call('INCRBY', KEYS[5], n) - n end
-    local seq = struct.pack('>I8', base + i)
     local token = ARGV[at + 1]
     fresh[id] = true
     nr = nr + 2
-    records[nr - 1], records[nr] = id, struct.pack(HEADER, 'w', 0, 0, due, seq, token, token) .. ARGV[at + 4]
-    scores[nr - 1], scores[nr] = score, seq .. id
-    out[2 * i - 1], out[2 * i] = 1, due
+    local dseq = pack('>dI8', due, base + i)
+    records[nr - 1], records[nr] = id, W9 .. dseq .. token .. token .. ARGV[at + 3]
+    scores[nr - 1], scores[nr] = score, string.sub(dseq, 9) .. id
     if first == nil or due < first then first = due end
   end
 end
