@@ -21,7 +21,7 @@ use crate::event::event;
 
 lua!(SCHEDULE, "schedule.lua");
 lua!(CANCEL, "cancel.lua");
-lua!(ACK, "ack.lua");
+lua!(ACK, "ack.lua", records);
 
 // ---- schedule ------------------------------------------------------------
 

@@ -48,8 +48,8 @@ use super::QueueError;
 use crate::event::event;
 use crate::timer::{Inline, Task, Timer};
 
-lua!(CLAIM, "claim.lua");
-lua!(RELEASE, "release.lua");
+lua!(CLAIM, "claim.lua", records);
+lua!(RELEASE, "release.lua", records);
 
 /// A waiting `fetch`, and the acks it carries (`ack_and_fetch`).
 pub(super) struct Fetch {

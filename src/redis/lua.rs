@@ -1,6 +1,8 @@
 //! The queue's scripts: each is `scripts/common.lua` (the data model and
-//! the helpers every script shares) followed by its own file, run with
-//! `EVALSHA` and loaded on `NOSCRIPT`.
+//! the helpers every script shares), then `scripts/records.lua` (parsed
+//! records and batched writes) for the scripts that use it, then its own
+//! file, run with `EVALSHA` and loaded on `NOSCRIPT`. Redis runs that whole
+//! source on every call, so a script leaves out the layer it does not use.
 
 use alloc::string::String;
 
@@ -8,12 +10,15 @@ use redis::{Cmd, ErrorKind, RedisResult, ServerErrorKind, Value};
 
 use super::server::Conn;
 
-/// A script, prepended with `common.lua`.
+/// A script, prepended with `common.lua` (and `records.lua`).
 pub(super) struct Lua(redis::Script);
 
 impl Lua {
-    pub(super) fn new(body: &str) -> Lua {
+    pub(super) fn new(body: &str, records: bool) -> Lua {
         let mut source = String::from(include_str!("scripts/common.lua"));
+        if records {
+            source.push_str(include_str!("scripts/records.lua"));
+        }
         source.push_str(body);
         Lua(redis::Script::new(&source))
     }
@@ -67,12 +72,19 @@ impl Lua {
     }
 }
 
-/// Declares a script read from `scripts/`.
+/// Declares a script read from `scripts/`; `records` puts the records
+/// layer in front of it.
 macro_rules! lua {
     ($name:ident, $file:literal) => {
+        $crate::redis::lua::lua!($name, $file, false);
+    };
+    ($name:ident, $file:literal, records) => {
+        $crate::redis::lua::lua!($name, $file, true);
+    };
+    ($name:ident, $file:literal, $records:expr) => {
         pub(super) static $name: std::sync::LazyLock<$crate::redis::lua::Lua> =
             std::sync::LazyLock::new(|| {
-                $crate::redis::lua::Lua::new(include_str!(concat!("scripts/", $file)))
+                $crate::redis::lua::Lua::new(include_str!(concat!("scripts/", $file)), $records)
             });
     };
 }

@@ -24,11 +24,11 @@ use super::{
 
 pub(super) use super::batched::{ack, ack_all, cancel, schedule, schedule_many};
 
-lua!(NACK, "nack.lua");
-lua!(EXTEND, "extend.lua");
-lua!(REQUEUE, "requeue.lua");
-lua!(RESCHEDULE, "reschedule.lua");
-lua!(DEAD, "dead.lua");
+lua!(NACK, "nack.lua", records);
+lua!(EXTEND, "extend.lua", records);
+lua!(REQUEUE, "requeue.lua", records);
+lua!(RESCHEDULE, "reschedule.lua", records);
+lua!(DEAD, "dead.lua", records);
 
 /// When a job is due: at a wall-clock time, or after a delay from the
 /// server's now (microseconds either way).

@@ -16,9 +16,10 @@ local raw = redis.call('HMGET', KEYS[2], unpack(ids))
 -- Records this call rewrote, for an id named twice.
 local rewritten = {}
 local out, kept, nk = {}, {}, 0
-local records, nr = batch.hset_list, 0
-local members, nm = batch.zrem, 0
-local ends, ne = batch.ended, 0
+local records, nr = {}, 0
+local members, nm = {}, 0
+local dead = {}
+local ends, ne = {}, 0
 local now, now_text
 -- A retry's kept answers, token -> payload, read once.
 local saved
@@ -43,7 +44,7 @@ for i = 1, n do
     if s == 119 or s == 120 then -- 'w', 'x'
       if now == nil then now = clock(); now_text = num(now) end
       local member = sub(rec, 18, 25) .. id
-      if s == 119 then nm = nm + 1; members[nm] = member else push(batch.dead_rem, member) end
+      if s == 119 then nm = nm + 1; members[nm] = member else push(dead, member) end
       body = sub(rec, HEADER_LEN + 1)
       rec = 'c' .. sub(rec, 2, 33) .. token
       rewritten[id] = rec
@@ -63,7 +64,12 @@ for i = 1, n do
   end
   out[2 * i - 1], out[2 * i] = what, body
 end
-flush()
+if nr > 0 then
+  redis.call('HSET', KEYS[2], unpack(records))
+  redis.call('RPUSH', KEYS[4], unpack(ends))
+end
+if nm > 0 then redis.call('ZREM', KEYS[1], unpack(members)) end
+if #dead > 0 then redis.call('ZREM', KEYS[3], unpack(dead)) end
 if nk > 0 then
   redis.call('SET', answers, cmsgpack.pack(kept), 'PX', ttl)
 end
