@@ -17,7 +17,6 @@
 //! cargo bench --bench redis_queue -- --no-bullmq # tickwheel and the poller only, for A/B runs
 //! cargo bench --bench redis_queue -- --only-schedule-cancel 5 # 5 rounds of schedule + cancel, both taking turns
 //! cargo bench --bench redis_queue -- --only-slow 3 # 3 rounds of the 1 000/s lateness run, both taking turns
-//! cargo bench --bench redis_queue -- --only-slow 3 --claim-ahead-ms 20 # the same, consumers claiming 20 ms ahead
 //! ```
 //!
 //! **Peers.** Every producer issues one job per call with 200 calls in

@@ -22,26 +22,20 @@ const NAME: &str = "bench";
 /// A consumer task's `fetch`: at most this many jobs (the default batch).
 const FETCH: usize = 100;
 
-/// Default options; on the command line, `--wake-slack-ms N` sets the
-/// consumers' wake-up slack and `--claim-ahead-ms N` how far ahead they
-/// claim, to measure their trades (claims per job against lateness, or
-/// against the cancel window).
+/// Default options; `--wake-slack-ms N` on the command line sets the
+/// consumers' wake-up slack, to measure its trade (claims per job against
+/// lateness).
 async fn connect(server: &RedisServer) -> AsyncQueue {
     let mut builder = Queue::builder(&server.url(), NAME);
-    if let Some(ms) = ms_flag("--wake-slack-ms") {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(ms) = args
+        .iter()
+        .position(|a| a == "--wake-slack-ms")
+        .and_then(|at| args.get(at + 1)?.parse::<u64>().ok())
+    {
         builder = builder.wake_slack(Duration::from_millis(ms));
     }
-    if let Some(ms) = ms_flag("--claim-ahead-ms") {
-        builder = builder.claim_ahead(Duration::from_millis(ms));
-    }
     builder.connect_async().await.expect("connect")
-}
-
-/// The number after `flag` on the command line.
-fn ms_flag(flag: &str) -> Option<u64> {
-    let args: Vec<String> = std::env::args().collect();
-    let at = args.iter().position(|a| a == flag)?;
-    args.get(at + 1)?.parse().ok()
 }
 
 /// Schedules `n` jobs due in 1 h, `IN_FLIGHT` calls at a time; then

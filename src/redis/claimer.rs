@@ -142,24 +142,13 @@ pub(super) async fn run(
             }
             false
         });
-        // Held jobs that fell due go first, without a claim; a fetch
-        // answers with its acks' answers, so acks not sent yet go first.
-        if !waiting.is_empty() && ripe_at(&held, k.anchor).is_some_and(|at| at <= Instant::now()) {
-            if waiting.iter().any(Fetch::unsent) || !orphans.is_empty() {
-                let acks = take_acks(&mut waiting, &mut orphans);
-                match ack(&io, &acks).await {
-                    Ok(acked) => give_acks(&mut waiting, acked),
-                    Err(err) => {
-                        for fetch in waiting.drain(..) {
-                            let _ = fetch.reply.send(Err(err.clone()));
-                        }
-                        continue;
-                    }
-                }
-            }
+        // Held jobs that fell due go first, without asking the server.
+        if !waiting.is_empty() && !held.is_empty() {
             let due = ripe(&io.ctx, &mut held, k.anchor);
-            hand_out(&io, &mut waiting, due).await;
-            continue;
+            if !due.is_empty() {
+                hand_out(&io, &mut waiting, due).await;
+                continue;
+            }
         }
         // A fetch claims if anything may be due (a fetch with no time left
         // to wait included), and it wants more than is held; only then
@@ -245,10 +234,11 @@ pub(super) async fn run(
         } else {
             k.wake_at()
         };
-        let held_at = if waiting.is_empty() {
-            None
-        } else {
-            ripe_at(&held, k.anchor)
+        let held_at = match (held.front(), k.anchor) {
+            (Some(job), Some(anchor)) if !waiting.is_empty() => {
+                Some(anchor.instant_not_before(micros_of(job.due)))
+            }
+            _ => None,
         };
         let wake = match (claim_at, held_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -480,12 +470,6 @@ fn delivered(ctx: &super::link::Ctx, job: &Delivery, now: i64) {
     if job.attempt > 1 {
         bump(&c.redelivered, 1);
     }
-}
-
-/// When the first held job may be handed over: when, by `anchor`, the
-/// server's clock has surely reached its due time.
-fn ripe_at(held: &VecDeque<Delivery>, anchor: Option<Anchor>) -> Option<Instant> {
-    Some(anchor?.instant_not_before(micros_of(held.front()?.due)))
 }
 
 /// Takes the held jobs whose due time the server's clock has reached by
