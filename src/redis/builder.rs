@@ -269,29 +269,6 @@ impl QueueBuilder {
         self
     }
 
-    /// How far ahead of their due times a consumer claims jobs (default
-    /// zero: each job is claimed when it falls due). A consumer then takes
-    /// what falls due over the next stretch in one claim, holds it, and
-    /// hands each job to a `fetch` from its own timer at its due time by
-    /// the server's clock, never before: under a steady flow, about one
-    /// claim per half of this instead of one per wake-up, so Redis does
-    /// far less work per job. The price is the cancel window: a job a
-    /// consumer holds answers [`Cancelled::InFlight`](super::Cancelled::InFlight)
-    /// up to this long before it is due, where it would otherwise still be
-    /// cancelled. Its lease counts from its due time. At most 1 s and at
-    /// most half the lease; a consumer that closes hands what it holds
-    /// back at once.
-    ///
-    /// ```
-    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
-    /// let b = b.claim_ahead(std::time::Duration::from_millis(20));
-    /// # drop(b);
-    /// ```
-    pub fn claim_ahead(mut self, ahead: Duration) -> Self {
-        self.options.claim_ahead = ahead;
-        self
-    }
-
     /// How long a call keeps retrying a lost connection before it returns
     /// [`QueueError::Unavailable`] (default 10 s, at most 1 h), and how
     /// long each attempt may wait for its reply or its connection

@@ -96,10 +96,7 @@ struct Claimed {
     next: Option<i64>,
     /// The answers to the acks it carried, in order.
     acked: Vec<Acked>,
-    /// Jobs due by the server's clock in the script.
     jobs: Vec<Delivery>,
-    /// Jobs claimed ahead of their due times, soonest first.
-    ahead: Vec<Delivery>,
 }
 
 /// The loop. Ends on `Close`, or when every consumer handle is gone.
@@ -117,12 +114,8 @@ pub(super) async fn run(
         known: false,
         backlog: false,
         slack: i64::try_from(io.ctx.options.wake_slack.as_micros()).unwrap_or(i64::MAX),
-        ahead: i64::try_from(io.ctx.options.claim_ahead.as_micros()).unwrap_or(i64::MAX),
-        claimed_through: i64::MIN,
         poll_at: Instant::now(),
     };
-    // Jobs claimed ahead, soonest first, until they fall due.
-    let mut held: VecDeque<Delivery> = VecDeque::new();
     let mut sleep = timer.sleep_until(far_future());
     let mut sleep_at = far_future();
     // The sleep fired: something is due, by the timer's window.
@@ -142,28 +135,16 @@ pub(super) async fn run(
             }
             false
         });
-        // Held jobs that fell due go first, without asking the server.
-        if !waiting.is_empty() && !held.is_empty() {
-            let due = ripe(&io.ctx, &mut held, k.anchor);
-            if !due.is_empty() {
-                hand_out(&io, &mut waiting, due).await;
-                continue;
-            }
-        }
         // A fetch claims if anything may be due (a fetch with no time left
-        // to wait included), and it wants more than is held; only then
-        // does its deadline count. Acks ride along.
-        let want = waiting
-            .iter()
-            .map(|f| f.max)
-            .sum::<usize>()
-            .min(io.ctx.options.batch)
-            .saturating_sub(held.len());
-        if want == 0 {
+        // to wait included); only then does its deadline count. Acks ride
+        // along.
+        if !waiting.is_empty() && (!k.known || woke || k.due_now()) {
             woke = false;
-        }
-        if want > 0 && (!k.known || woke || k.due_now()) {
-            woke = false;
+            let want = waiting
+                .iter()
+                .map(|f| f.max)
+                .sum::<usize>()
+                .min(io.ctx.options.batch);
             let acks = take_acks(&mut waiting, &mut orphans);
             match claim(&io, want, &acks).await {
                 Ok(claimed) => {
@@ -171,12 +152,7 @@ pub(super) async fn run(
                         .next
                         .is_some_and(|next| next <= claimed.anchor.server);
                     k.anchor = Some(claimed.anchor);
-                    k.claimed_through = claimed.anchor.server.saturating_add(k.ahead);
                     k.learn(claimed.next);
-                    for job in claimed.ahead {
-                        let at = held.partition_point(|h| h.due <= job.due);
-                        held.insert(at, job);
-                    }
                     k.poll_at = Instant::now() + poll_gap(poll);
                     give_acks(&mut waiting, claimed.acked);
                     hand_out(&io, &mut waiting, claimed.jobs).await;
@@ -227,22 +203,12 @@ pub(super) async fn run(
                 let _ = fetch.answer(Vec::new());
             }
         }
-        // Sleep until something may be due, a held job falls due, a
-        // fetch's deadline, a poll, or news.
-        let claim_at = if waiting.is_empty() || want == 0 {
+        // Sleep until something may be due, a fetch's deadline, a poll,
+        // or news.
+        let wake = if waiting.is_empty() {
             None
         } else {
             k.wake_at()
-        };
-        let held_at = match (held.front(), k.anchor) {
-            (Some(job), Some(anchor)) if !waiting.is_empty() => {
-                Some(anchor.instant_not_before(micros_of(job.due)))
-            }
-            _ => None,
-        };
-        let wake = match (claim_at, held_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
         };
         let target = wake.unwrap_or_else(far_future);
         if target != sleep_at {
@@ -261,9 +227,7 @@ pub(super) async fn run(
                 Some(ToClaimer::Close) | None => break,
             },
             () = &mut sleep, if wake.is_some() => {
-                // For a claim, unless it was only for a held job.
-                woke = claim_at.is_some_and(|at| at <= Instant::now())
-                    || held_at.is_none_or(|at| claim_at.is_some_and(|c| c <= at));
+                woke = true;
                 sleep_at = far_future();
                 sleep.reset(sleep_at);
             }
@@ -289,11 +253,6 @@ pub(super) async fn run(
     let acks = take_acks(&mut waiting, &mut orphans);
     if !acks.is_empty() {
         let _ = ack(&io, &acks).await;
-    }
-    // What this consumer held for later goes back at once, not when its
-    // lease runs out.
-    if !held.is_empty() {
-        release(&io, &Vec::from(held)).await;
     }
     for fetch in waiting {
         let _ = fetch.reply.send(Err(QueueError::Closed));
@@ -387,7 +346,6 @@ async fn claim(io: &Io, max: usize, acks: &[AckJob]) -> Result<Claimed, QueueErr
                 .arg(o.on_missed)
                 .arg(micros(o.window));
             cmd.arg(token.bytes()).arg(u8::from(again)).arg(ttl_ms);
-            cmd.arg(micros(o.claim_ahead));
             for ack in acks {
                 ack.args(&mut cmd);
             }
@@ -439,16 +397,16 @@ async fn claim(io: &Io, max: usize, acks: &[AckJob]) -> Result<Claimed, QueueErr
             count = spread
         );
     }
-    let (mut jobs, mut ahead) = (Vec::new(), Vec::new());
+    let mut jobs = Vec::new();
     while let Some(job) = delivery(&ctx.identity, &mut items) {
-        if micros_of(job.due) > now {
-            ahead.push(job);
-        } else {
-            delivered(ctx, &job, now);
-            jobs.push(job);
+        let late = now.saturating_sub(micros_of(job.due));
+        c.lateness.record(Duration::from_micros(late.max(0) as u64));
+        bump(&c.delivered, 1);
+        if job.attempt > 1 {
+            bump(&c.redelivered, 1);
         }
+        jobs.push(job);
     }
-    ahead.sort_by_key(|job| job.due);
     Ok(Claimed {
         anchor: Anchor {
             local: received,
@@ -457,43 +415,7 @@ async fn claim(io: &Io, max: usize, acks: &[AckJob]) -> Result<Claimed, QueueErr
         next: (next >= 0).then_some(next),
         acked,
         jobs,
-        ahead,
     })
-}
-
-/// Counts a job handed to a fetch, `now` being the server's clock.
-fn delivered(ctx: &super::link::Ctx, job: &Delivery, now: i64) {
-    let c = &ctx.counters;
-    let late = now.saturating_sub(micros_of(job.due));
-    c.lateness.record(Duration::from_micros(late.max(0) as u64));
-    bump(&c.delivered, 1);
-    if job.attempt > 1 {
-        bump(&c.redelivered, 1);
-    }
-}
-
-/// Takes the held jobs whose due time the server's clock has reached by
-/// `anchor` (never one before), soonest first.
-fn ripe(
-    ctx: &super::link::Ctx,
-    held: &mut VecDeque<Delivery>,
-    anchor: Option<Anchor>,
-) -> Vec<Delivery> {
-    let Some(anchor) = anchor else {
-        return Vec::new();
-    };
-    let now = Instant::now();
-    let mut out = Vec::new();
-    while let Some(job) = held.front() {
-        if anchor.instant_not_before(micros_of(job.due)) > now {
-            break;
-        }
-        if let Some(job) = held.pop_front() {
-            delivered(ctx, &job, anchor.now());
-            out.push(job);
-        }
-    }
-    out
 }
 
 fn micros_of(t: std::time::SystemTime) -> i64 {

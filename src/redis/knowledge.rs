@@ -26,25 +26,12 @@ impl Anchor {
         self.server.saturating_add(elapsed)
     }
 
-    /// The first local instant at which the server's clock may have
-    /// reached `at` (less the drift allowance): for a wake-up that asks
-    /// the server, early is harmless.
+    /// The first local instant at which the server's clock has reached `at`
+    /// (less the drift allowance).
     pub(super) fn instant_of(&self, at: i64) -> Instant {
         let ahead = u64::try_from(at.saturating_sub(self.server)).unwrap_or(0);
         let drift = (ahead.saturating_mul(DRIFT_PPM) / 1_000_000).min(ahead);
         let wait = Duration::from_micros(ahead - drift);
-        self.local.checked_add(wait).unwrap_or_else(far_future)
-    }
-}
-
-impl Anchor {
-    /// A local instant by which the server's clock has surely reached
-    /// `at` (plus the drift allowance): for handing a job over without
-    /// asking, never early.
-    pub(super) fn instant_not_before(&self, at: i64) -> Instant {
-        let ahead = u64::try_from(at.saturating_sub(self.server)).unwrap_or(0);
-        let drift = ahead.saturating_mul(DRIFT_PPM).div_ceil(1_000_000);
-        let wait = Duration::from_micros(ahead.saturating_add(drift));
         self.local.checked_add(wait).unwrap_or_else(far_future)
     }
 }
@@ -72,13 +59,6 @@ pub(super) struct Knowledge {
     pub(super) backlog: bool,
     /// How late past `next` a claim may come (the wake-up slack, µs).
     pub(super) slack: i64,
-    /// How far ahead of due times claims reach (µs; see
-    /// `QueueBuilder::claim_ahead`).
-    pub(super) ahead: i64,
-    /// The server's time up to which the last claim took every waiting
-    /// job (its clock plus `ahead`): what is left before it is a lease or
-    /// more than the claim could take, claimed when it comes.
-    pub(super) claimed_through: i64,
     pub(super) poll_at: Instant,
 }
 
@@ -90,10 +70,7 @@ impl Knowledge {
     pub(super) fn due_now(&self) -> bool {
         match (self.next, self.anchor) {
             _ if self.backlog => true,
-            (Some(next), Some(anchor)) => {
-                let slack = if self.ahead_of(next) { 0 } else { self.slack };
-                self.claim_point(next).saturating_add(slack) <= anchor.now()
-            }
+            (Some(next), Some(anchor)) => next.saturating_add(self.slack) <= anchor.now(),
             (Some(_), None) => true,
             (None, _) => false,
         }
@@ -102,27 +79,9 @@ impl Knowledge {
     pub(super) fn wake_at(&self) -> Option<Instant> {
         let next = self.next?;
         Some(match self.anchor {
-            Some(anchor) => anchor.instant_of(self.claim_point(next)),
+            Some(anchor) => anchor.instant_of(next),
             None => Instant::now(),
         })
-    }
-
-    /// Whether a claim for `next` reaches ahead of it: claiming ahead, and
-    /// past what the last claim took.
-    fn ahead_of(&self, next: i64) -> bool {
-        self.ahead > 0 && next > self.claimed_through
-    }
-
-    /// When to claim for a job next due at `next`: at `next` (a sleep's
-    /// timer adds the slack; a fetch that arrives waits for it too) or,
-    /// claiming ahead, half the reach before it, so that each claim takes
-    /// what falls due over the next half.
-    fn claim_point(&self, next: i64) -> i64 {
-        if self.ahead_of(next) {
-            next.saturating_sub(self.ahead / 2)
-        } else {
-            next
-        }
     }
 
     pub(super) fn learn(&mut self, next: Option<i64>) {

@@ -19,9 +19,6 @@ pub(super) struct Options {
     pub(super) poll: Duration,
     pub(super) hints: bool,
     pub(super) wake_slack: Duration,
-    /// How far ahead of their due times a consumer claims jobs, to hand
-    /// them over from its own timer (see `QueueBuilder::claim_ahead`).
-    pub(super) claim_ahead: Duration,
     pub(super) retry_for: Duration,
     pub(super) io_timeout: Duration,
     pub(super) allow_eviction: bool,
@@ -59,7 +56,6 @@ impl Default for Options {
             poll: Duration::from_secs(1),
             hints: true,
             wake_slack: Duration::from_millis(1),
-            claim_ahead: Duration::ZERO,
             retry_for: Duration::from_secs(10),
             io_timeout: Duration::from_secs(2),
             allow_eviction: false,
@@ -74,7 +70,7 @@ impl Options {
     pub(super) fn check(&self) -> Result<(), QueueError> {
         let within = |d: Duration, min: Duration, max: Duration| d >= min && d <= max;
         let ms = Duration::from_millis(1);
-        let checks: [(bool, &'static str); 14] = [
+        let checks: [(bool, &'static str); 13] = [
             (
                 within(self.lease, ms, MAX_LEASE),
                 "the lease must be from 1 ms to 24 h",
@@ -114,10 +110,6 @@ impl Options {
             (
                 self.wake_slack <= Duration::from_secs(1),
                 "the wake-up slack must be at most 1 s",
-            ),
-            (
-                self.claim_ahead <= Duration::from_secs(1) && self.claim_ahead <= self.lease / 2,
-                "claiming ahead may reach at most 1 s, and at most half the lease",
             ),
             (
                 self.replicas <= MAX_REPLICAS,

@@ -1,16 +1,12 @@
 -- ARGV: max, lease, max attempts, misfire threshold, on missed ('fire',
 -- 'dead', 'discard', 'spread'), spread window (microseconds but max and
 -- attempts), the claim's token, 1 if this is a retry, replay time to live
--- (ms), how far ahead to claim (microseconds); then jobs to ack first, as
--- (id, fence, token) triples (see `ack_jobs`). KEYS[7]: this claim's
--- replay record.
+-- (ms); then jobs to ack first, as (id, fence, token) triples (see
+-- `ack_jobs`). KEYS[7]: this claim's replay record.
 -- Looks at no more than `max` jobs whose time has come, oldest first:
 -- waiting ones are delivered (or, if later than the threshold, follow the
 -- misfire policy); leased ones whose lease ran out are delivered again, or
--- dead-lettered once they had `max attempts`. Waiting jobs due up to
--- `ahead` from now are delivered too, leased until their due time plus the
--- lease (the consumer hands them over when due); a lease that has not run
--- out is left alone. A retry after a lost reply
+-- dead-lettered once they had `max attempts`. A retry after a lost reply
 -- gets the jobs the first attempt delivered, still held, without spending
 -- another attempt.
 -- Returns {now, next or -1, dead-lettered, discarded, spread,
@@ -23,7 +19,6 @@ local threshold = tonumber(ARGV[4])
 local on_missed = ARGV[5]
 local window = tonumber(ARGV[6])
 local token = ARGV[7]
-local ahead = tonumber(ARGV[10])
 local now = clock()
 local dead, discarded, spread = 0, 0, 0
 local acked = {}
@@ -47,7 +42,7 @@ if ARGV[8] == '1' then
     local ids = {}
     for i = 1, #held, 2 do ids[#ids + 1] = held[i] end
     read(ids)
-    acked = ack_jobs(11, now)
+    acked = ack_jobs(10, now)
     flush()
     local head_out = reply_head(next_due())
     for i = 1, #held, 2 do
@@ -81,21 +76,21 @@ local function spread_out(member)
 end
 
 -- Only what is due is read: the head of a long queue costs nothing.
-local first = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now + ahead, 'WITHSCORES', 'LIMIT', 0, max)
+local first = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, max)
 local n = #first / 2
 local ids = {}
 for i = 1, n do ids[i] = string.sub(first[2 * i - 1], 9) end
 -- One read for the jobs to claim and the jobs to ack. The acks go first,
 -- so a job acked here is not claimed again.
-local acks = (#ARGV - 10) / 3
-for k = 1, acks do ids[n + k] = ARGV[8 + 3 * k] end
+local acks = (#ARGV - 9) / 3
+for k = 1, acks do ids[n + k] = ARGV[7 + 3 * k] end
 local raw = {}
 if #ids > 0 then raw = redis.call('HMGET', KEYS[2], unpack(ids)) end
 for k = 1, acks do
   local id = ids[n + k]
   if batch.recs[id] == nil then batch.recs[id] = raw[n + k] and parse(raw[n + k]) or false end
 end
-acked = ack_jobs(11, now)
+acked = ack_jobs(10, now)
 local reply = reply_head(-1)
 local delivered = {}
 local until_lease = now + lease
@@ -104,10 +99,9 @@ local until_text = num(until_lease)
 -- A job this call delivered on the fast path (below).
 local DELIVERED = true
 
--- Delivers a job: the next fence and attempt, leased until `until_lease`,
--- or, claimed ahead, until its due time (`score`) plus the lease.
-local function deliver(id, member, body, attempt, fence, due, score)
-  push(batch.zadd, score > now and num(score + lease) or until_text, member)
+-- Delivers a job: the next fence and attempt, leased until `until_lease`.
+local function deliver(id, member, body, attempt, fence, due)
+  push(batch.zadd, until_text, member)
   push(reply, id, body)
   push(reply, attempt, fence)
   push(reply, due)
@@ -129,7 +123,7 @@ for i = 1, n do
       push(batch.hset_list, id,
         struct.pack(HEADER, 'l', fence + 1, attempt + 1, due, seq, made, token) .. body)
       batch.recs[id] = DELIVERED
-      deliver(id, member, body, attempt + 1, fence + 1, due, score)
+      deliver(id, member, body, attempt + 1, fence + 1, due)
     else
       r = parse(rec)
       batch.recs[id] = r
@@ -144,8 +138,6 @@ for i = 1, n do
   elseif not (r and (r.s == 'w' or r.s == 'l') and (r.seq .. id) == member) then
     -- A member left behind by nothing we know: drop it.
     push(batch.zrem, member)
-  elseif r.s == 'l' and score > now then
-    -- Seen ahead of time: its lease has not run out.
   elseif r.s == 'l' and r.attempt >= max_attempts then
     r.s, r.last = 'x', token
     put(id, r)
@@ -170,7 +162,7 @@ for i = 1, n do
     r.s, r.last = 'l', token
     r.fence, r.attempt = r.fence + 1, r.attempt + 1
     put(id, r)
-    deliver(id, member, payload(r), r.attempt, r.fence, r.due, score)
+    deliver(id, member, payload(r), r.attempt, r.fence, r.due)
   end
 end
 flush()
