@@ -63,6 +63,11 @@
 //!   Redis queue's retries and unreachable server, dead letters, misfires
 //!   and lost leases; the journal's damage and failed writes. Each event
 //!   names its queue or journal.
+//! - `metrics`: counters, histograms and gauges through the `metrics`
+//!   facade, for any exporter (Prometheus, StatsD, OpenTelemetry): the
+//!   timer's fires, cancels and lateness, the journal's, the Redis
+//!   queue's. Each names its timer, journal or queue; the list is in the
+//!   `metrics` module.
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -74,6 +79,12 @@ mod error;
 #[cfg(feature = "std")]
 mod event;
 mod key;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
+// Without the feature: only the `metric!` macro, which compiles to nothing.
+#[cfg(all(feature = "std", not(feature = "metrics")))]
+mod metrics;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod persist;

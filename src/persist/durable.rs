@@ -29,6 +29,7 @@ use super::lock::JournalLock;
 use super::payload::Payload;
 use super::{MisfirePolicy, Outcome, PendingJob, Snapshot};
 use crate::event::event;
+use crate::metrics::metric;
 use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer};
 
 /// Delayed jobs that survive a crash: a [`Timer`] whose every schedule,
@@ -221,16 +222,22 @@ where
         }
         let next_id = folded.max_id.saturating_add(1);
         let log = Arc::new(Log::open(path, folded, sync, lock).map_err(|err| io_at(path, err))?);
+        metric!({
+            let m = &log.metrics;
+            m.damaged.increment(recovery.damage.len() as u64);
+            m.damaged_bytes
+                .increment(recovery.damage.iter().map(|d| d.len).sum());
+            m.undecodable.increment(recovery.undecodable.len() as u64);
+        });
         let keys = Arc::new(Keys::default());
-        let timer = Timer::builder()
-            .clock(clock)
-            .executor(RunAndRecord {
-                handler: Box::new(handler),
-                log: Arc::clone(&log),
-                keys: Arc::clone(&keys),
-            })
-            .build()
-            .map_err(JournalError::Build)?;
+        let builder = Timer::builder().clock(clock).executor(RunAndRecord {
+            handler: Box::new(handler),
+            log: Arc::clone(&log),
+            keys: Arc::clone(&keys),
+        });
+        #[cfg(feature = "metrics")]
+        let builder = builder.publish(log.metrics.timer());
+        let timer = builder.build().map_err(JournalError::Build)?;
         let flusher = match sync {
             SyncPolicy::Every(every) => Some(spawn_flusher(Arc::clone(&log), every)?),
             _ => None,
@@ -256,6 +263,7 @@ where
             .timer
             .restore(snapshot, &policy)
             .map_err(|err| JournalError::Io(io::Error::other(err.to_string())))?;
+        metric!(durable.log.metrics.restored(&report.outcomes));
         for ((id, key), outcome) in ids.into_iter().zip(&report.outcomes) {
             if matches!(outcome, Outcome::Discarded | Outcome::DeadLettered) {
                 durable.log.append(Record::Cancel { id })?;
@@ -332,7 +340,10 @@ where
                 value,
             },
         ) {
-            Ok(handle) => Ok(DurableHandle { handle, id }),
+            Ok(handle) => {
+                metric!(self.log.metrics.scheduled.increment(1));
+                Ok(DurableHandle { handle, id })
+            }
             Err(err) => {
                 // Written off, so a restart does not resurrect it.
                 let _ = self.log.append(Record::Cancel { id });
@@ -366,6 +377,7 @@ where
             if let Some(key) = &job.key {
                 self.keys.release(key, job.id);
             }
+            metric!(self.log.metrics.cancelled.increment(1));
             job.value
         })
     }
@@ -401,7 +413,11 @@ where
             self.log.write_failed();
             return false;
         }
-        self.timer.reset_at(handle.handle, deadline)
+        let moved = self.timer.reset_at(handle.handle, deadline);
+        metric!(if moved {
+            self.log.metrics.rescheduled.increment(1);
+        });
+        moved
     }
 
     /// Jobs pending in the timer.

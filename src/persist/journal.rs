@@ -25,7 +25,10 @@ use super::format::{self, Damage, Record};
 use super::handle::Found;
 use super::keys::Keys;
 use super::lock::JournalLock;
+#[cfg(feature = "metrics")]
+use super::published::JournalMetrics;
 use crate::event::event;
+use crate::metrics::metric;
 use crate::timer::{Executor, Expired, Rejected};
 
 /// When the journal is flushed to stable storage (`fsync`).
@@ -240,6 +243,9 @@ pub(super) struct Log {
     lock: Mutex<Option<JournalLock>>,
     /// The thread that syncs for `SyncPolicy::Every`, once started.
     flusher: OnceLock<Thread>,
+    /// The journal's metric handles (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    pub(super) metrics: JournalMetrics,
 }
 
 struct Journal {
@@ -271,6 +277,14 @@ impl Log {
         lock: JournalLock,
     ) -> io::Result<Log> {
         let (file, len) = compact(path, &folded)?;
+        let name = format!("{}", path.display());
+        #[cfg(feature = "metrics")]
+        let metrics = {
+            let metrics = JournalMetrics::register(&name);
+            metrics.compactions.increment(1);
+            metrics.size.set(len as f64);
+            metrics
+        };
         Ok(Log {
             state: Mutex::new(Journal {
                 file: Arc::new(file),
@@ -284,12 +298,14 @@ impl Log {
             synced: Mutex::new(0),
             dirty: AtomicBool::new(false),
             write_errors: AtomicU64::new(0),
-            name: format!("{}", path.display()),
+            name,
             compaction_failures: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             compact_floor: AtomicU64::new(COMPACT_FLOOR),
             lock: Mutex::new(Some(lock)),
             flusher: OnceLock::new(),
+            #[cfg(feature = "metrics")]
+            metrics,
         })
     }
 
@@ -297,6 +313,7 @@ impl Log {
     /// no caller can be told: `write_errors`, and an event.
     pub(super) fn write_failed(&self) {
         self.write_errors.fetch_add(1, Ordering::Relaxed);
+        metric!(self.metrics.write_errors.increment(1));
         event!(
             error,
             "a journal record could not be written",
@@ -319,7 +336,7 @@ impl Log {
     pub(super) fn append(&self, record: Record) -> io::Result<()> {
         let mut bytes = Vec::with_capacity(64);
         format::encode(&record, &mut bytes);
-        let appended = {
+        let (appended, _published) = {
             let mut journal = lock(&self.state);
             let mut file: &File = &journal.file;
             if let Err(err) = file.write_all(&bytes) {
@@ -332,17 +349,24 @@ impl Log {
             journal.appends += 1;
             journal.folded.apply(record);
             let floor = self.compact_floor.load(Ordering::Relaxed);
+            let mut compacted = None;
             if journal.len > floor.max(journal.retry_at)
                 && journal.len > 2 * journal.folded.live_len
-                && self.compact_locked(&mut journal).is_err()
             {
-                // The record is written, so this call succeeded; the file
-                // stays as it was. Try again once it has grown by half.
-                self.compaction_failures.fetch_add(1, Ordering::Relaxed);
-                journal.retry_at = journal.len + journal.len / 2;
+                let done = self.compact_locked(&mut journal).is_ok();
+                if !done {
+                    // The record is written, so this call succeeded; the
+                    // file stays as it was. Try again once it has grown
+                    // by half.
+                    self.compaction_failures.fetch_add(1, Ordering::Relaxed);
+                    journal.retry_at = journal.len + journal.len / 2;
+                }
+                compacted = Some(done);
             }
-            journal.appends
+            // For the metrics, published after the lock.
+            (journal.appends, (journal.len, compacted))
         };
+        metric!(self.publish(_published.0, _published.1));
         match self.sync {
             SyncPolicy::Always => self.sync_through(appended),
             SyncPolicy::Every(_) => {
@@ -395,7 +419,27 @@ impl Log {
 
     /// Rewrites the file to the pending jobs now.
     pub(super) fn compact(&self) -> io::Result<()> {
-        self.compact_locked(&mut lock(&self.state))
+        let (done, _len) = {
+            let mut journal = lock(&self.state);
+            (self.compact_locked(&mut journal), journal.len)
+        };
+        // A failure is the caller's to handle: it counts as a failed
+        // compaction only when no caller is told (in `append`).
+        metric!(self.publish(_len, done.is_ok().then_some(true)));
+        done
+    }
+
+    /// Publishes the file's size, and a compaction's result if there was
+    /// one (`Some(true)`: done), with no lock held.
+    #[cfg(feature = "metrics")]
+    fn publish(&self, len: u64, compacted: Option<bool>) {
+        let m = &self.metrics;
+        m.size.set(len as f64);
+        match compacted {
+            Some(true) => m.compactions.increment(1),
+            Some(false) => m.compaction_failures.increment(1),
+            None => {}
+        }
     }
 
     pub(super) fn set_compact_floor(&self, bytes: u64) {

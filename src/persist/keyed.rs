@@ -15,6 +15,7 @@ use super::format::{Record, MAX_KEY, MAX_PAYLOAD};
 use super::handle::DurableHandle;
 use super::journal::Job;
 use super::payload::Payload;
+use crate::metrics::metric;
 use crate::timer::{ScheduleError, ScheduleErrorKind};
 
 /// A pending keyed job, as [`DurableTimer::keyed`] lists it.
@@ -117,6 +118,7 @@ where
         };
         match self.timer.schedule_at(deadline, job) {
             Ok(handle) => {
+                metric!(self.log.metrics.scheduled.increment(1));
                 let handle = DurableHandle { handle, id };
                 self.keys.hold(&key, handle);
                 // It may have fired before it was filed under its key.

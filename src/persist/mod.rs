@@ -53,6 +53,8 @@ mod keyed;
 mod keys;
 mod lock;
 mod payload;
+#[cfg(feature = "metrics")]
+mod published;
 mod restore;
 
 use alloc::vec::Vec;

@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::async_queue::AsyncQueue;
+use super::counters::Counters;
 use super::keys::Keys;
 use super::link::{Ctx, Request, Shared};
 use super::options::Options;
@@ -397,7 +398,7 @@ impl QueueBuilder {
                 io_timeout: self.options.io_timeout,
             },
             options: self.options,
-            counters: Default::default(),
+            counters: Counters::new(&self.name),
             identity,
             hints,
             hints_started: core::sync::atomic::AtomicBool::new(false),

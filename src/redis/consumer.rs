@@ -32,14 +32,18 @@ pub(super) struct ClaimLoop {
 impl ClaimLoop {
     pub(super) fn start(shared: &Arc<Shared>) -> Result<ClaimLoop, QueueError> {
         let ctx = &shared.ctx;
-        let timer = Timer::builder()
+        let builder = Timer::builder()
             .shards(1)
             .slack(ctx.options.wake_slack)
             // The slack batches claims: a lead learned on a loaded machine
             // would wake for each job alone (one claim a job, run B5).
             .learn_lead(false)
             .thread_name("tickwheel-redis-wake")
-            .executor(Inline)
+            .executor(Inline);
+        // Its wake-ups are the claim loop's: the queue's metrics tell them.
+        #[cfg(feature = "metrics")]
+        let builder = builder.publish(crate::timer::stats::TimerMetrics::default());
+        let timer = builder
             .build()
             .map_err(|_| QueueError::Config("the wake-up timer could not start"))?;
         let hints = if ctx.options.hints {

@@ -332,6 +332,9 @@ pub(super) fn len(s: &Shared) -> Pending<(u64, u64)> {
                 async move { pipe.query_async::<(u64, u64)>(&mut conn).await }
             })
             .await;
+        if let Ok(sizes) = answer {
+            io.ctx.counters.sizes.set(sizes);
+        }
         let _ = reply.send(answer);
     })
 }

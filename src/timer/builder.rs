@@ -18,6 +18,8 @@ use super::pool::ThreadPool;
 use super::shard::{ShardCell, Shared, Wheels, RUNNING};
 use super::slack::Classes;
 use super::stats::Counters;
+#[cfg(feature = "metrics")]
+use super::stats::TimerMetrics;
 use super::sync::{thread, Arc, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Mutex};
 use super::time::TimeSource;
 use super::Timer;
@@ -69,6 +71,10 @@ pub struct Builder<T, E> {
     clock: alloc::sync::Arc<dyn Clock>,
     executor: E,
     on_undelivered: Option<UndeliveredHook<T>>,
+    /// What the timer publishes through `metrics`: `None` registers the
+    /// `tickwheel_timer_*` family under the thread name at `build`.
+    #[cfg(feature = "metrics")]
+    metrics: Option<TimerMetrics>,
     _values: PhantomData<fn(T)>,
 }
 
@@ -85,6 +91,8 @@ impl Builder<Task, ThreadPool> {
             clock: alloc::sync::Arc::new(SystemClock),
             executor: ThreadPool::default(),
             on_undelivered: None,
+            #[cfg(feature = "metrics")]
+            metrics: None,
             _values: PhantomData,
         }
     }
@@ -246,8 +254,19 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
             clock: self.clock,
             executor,
             on_undelivered: None,
+            #[cfg(feature = "metrics")]
+            metrics: self.metrics,
             _values: PhantomData,
         }
+    }
+
+    /// Publishes `metrics` instead of the `tickwheel_timer_*` family: for
+    /// the timers inside a `DurableTimer` (the journal's own) and a Redis
+    /// consumer (none).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn publish(mut self, metrics: TimerMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Called with every value the timer cannot deliver: refused by the
@@ -318,7 +337,13 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
             executor: self.executor,
             max_pending: self.max_pending,
             reserved: AtomicUsize::new(0),
+            #[cfg(not(feature = "metrics"))]
             counters: Counters::default(),
+            #[cfg(feature = "metrics")]
+            counters: Counters::publishing(
+                self.metrics
+                    .unwrap_or_else(|| TimerMetrics::register(&self.thread_name)),
+            ),
             on_undelivered: self.on_undelivered,
             passes: Passes::default(),
         });

@@ -52,6 +52,7 @@ use super::shard::{Shard, ShardCell, Shared, FINISHING, RUNNING, STOPPING};
 use super::slack::{BySlack, Class};
 use super::sync::{thread, Ordering};
 use super::{Expired, TimerHandle};
+use crate::metrics::metric;
 use crate::Tick;
 
 /// Most timers taken out of one shard per lock hold, so a burst of expiries
@@ -89,6 +90,9 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
     // How late the OS wakes this thread, and the lead last published.
     let mut latency = WakeLatency::new();
     let mut lead = 0;
+    // The executor's own panic count, as last published (`publish_pass`).
+    #[cfg(feature = "metrics")]
+    let mut pool_panics = 0;
     loop {
         // Announce a scan: deadlines lowered into `next_wake` from here on
         // are picked up by this pass's final `fetch_min`.
@@ -99,6 +103,7 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
             return;
         }
         let pass = shared.passes.start();
+        metric!(publish_pass(shared, &mut pool_panics));
         let next = fire_due(shared, &mut by_slack, &mut batch);
         shared.passes.complete(pass);
         if state == FINISHING {
@@ -121,6 +126,21 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         let aim = shared.time.instant_of(wake);
         shared.time.clock.sleep_until(Some(aim));
         learn(shared, &mut latency, &mut lead, aim);
+    }
+}
+
+/// At the start of a pass (no lock held): counts the wake-up, and adds the
+/// panics the executor counted since the last pass (a thread pool's
+/// tasks panic on its own threads, where the timer cannot see them) to
+/// the panics metric.
+#[cfg(feature = "metrics")]
+fn publish_pass<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, published: &mut u64) {
+    let m = &shared.counters.metrics;
+    m.wakeups.increment(1);
+    let panics = shared.executor.panics();
+    if panics > *published {
+        m.panicked.increment(panics - *published);
+        *published = panics;
     }
 }
 
@@ -372,7 +392,7 @@ fn record_fire<T: Send + 'static, E: Executor<T>>(
             .lateness(late, shared.time.duration_of(slack)),
         None => shared.counters.early(),
     }
-    shared.counters.fired.fetch_add(1, Ordering::Relaxed);
+    shared.counters.fired();
     deadline
 }
 
@@ -391,7 +411,7 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
             Work::Make(make) => match catch_unwind(AssertUnwindSafe(|| make(Some(fire.handle)))) {
                 Ok(value) => value,
                 Err(_) => {
-                    shared.counters.panicked.fetch_add(1, Ordering::Relaxed);
+                    shared.counters.panicked();
                     continue;
                 }
             },
@@ -401,7 +421,7 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
                 // Wakes the task: runtime code, outside every lock; a
                 // panicking waker is the runtime's bug, counted like ours.
                 if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
-                    shared.counters.panicked.fetch_add(1, Ordering::Relaxed);
+                    shared.counters.panicked();
                 }
                 continue;
             }
@@ -415,11 +435,11 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
         match catch_unwind(AssertUnwindSafe(|| shared.executor.execute(fired))) {
             Ok(Ok(())) => {}
             Ok(Err(Rejected(fired))) => {
-                shared.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                shared.counters.rejected();
                 shared.undelivered(fired, Why::Rejected);
             }
             Err(_) => {
-                shared.counters.panicked.fetch_add(1, Ordering::Relaxed);
+                shared.counters.panicked();
             }
         }
     }

@@ -282,6 +282,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                 }
             }
         };
+        self.counters.filed();
         self.wake_if_earlier(deadline, class);
         Ok(TimerHandle {
             key,
@@ -333,6 +334,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             cell.publish_one(false);
             job
         };
+        self.counters.removed();
         if counts_against_max_pending(&job) {
             self.release_reservation(1);
         }
@@ -368,12 +370,12 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     /// counts it in `Stats::dropped`.
     pub(super) fn undelivered(&self, fired: Expired<T>, why: Why) {
         let Some(hook) = &self.on_undelivered else {
-            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            self.counters.dropped();
             return;
         };
         if catch_unwind(AssertUnwindSafe(|| hook(Undelivered { fired, why }))).is_err() {
-            self.counters.panicked.fetch_add(1, Ordering::Relaxed);
-            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            self.counters.panicked();
+            self.counters.dropped();
         }
     }
 
@@ -424,8 +426,8 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                 match catch_unwind(AssertUnwindSafe(|| (repeat.make)(None))) {
                     Ok(value) => (deadline, every, value),
                     Err(_) => {
-                        self.counters.panicked.fetch_add(1, Ordering::Relaxed);
-                        self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                        self.counters.panicked();
+                        self.counters.dropped();
                         return None;
                     }
                 }

@@ -3,6 +3,7 @@
 use core::time::Duration;
 
 use super::sync::{AtomicU64, Ordering};
+use crate::metrics::metric;
 
 /// Buckets of the lateness histogram: bucket 0 holds lateness under 1 µs,
 /// bucket `i` holds `[2^(i-1), 2^i)` µs, and the last one everything above.
@@ -184,28 +185,46 @@ fn bucket_upper_edge(bucket: usize) -> Duration {
 }
 
 /// The timer's counters beside the per-shard ones: lock-free, written
-/// mostly by the driver thread, read by anyone.
+/// mostly by the driver thread, read by anyone. With feature `metrics`,
+/// each count also goes to its metric (`crate::metrics`); callers hold no
+/// lock.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub(crate) fired: AtomicU64,
-    pub(crate) rejected: AtomicU64,
-    pub(crate) panicked: AtomicU64,
-    pub(crate) dropped: AtomicU64,
+    fired: AtomicU64,
+    rejected: AtomicU64,
+    panicked: AtomicU64,
+    dropped: AtomicU64,
     late: LatenessCounter,
     in_window: AtomicU64,
     overshoot: LatenessCounter,
     early: AtomicU64,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: TimerMetrics,
 }
 
 impl Counters {
+    /// Counters that also publish to `metrics`.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn publishing(metrics: TimerMetrics) -> Counters {
+        Counters {
+            metrics,
+            ..Counters::default()
+        }
+    }
+
     /// Records a run handed over `lateness` after its deadline, with
     /// `slack` allowed.
     pub(crate) fn lateness(&self, lateness: Duration, slack: Duration) {
         self.late.record(lateness);
+        metric!(self.metrics.lateness.record(lateness.as_secs_f64()));
         match lateness.checked_sub(slack) {
-            Some(over) if !over.is_zero() => self.overshoot.record(over),
+            Some(over) if !over.is_zero() => {
+                self.overshoot.record(over);
+                metric!(self.metrics.overshoot.increment(1));
+            }
             _ => {
                 self.in_window.fetch_add(1, Ordering::Relaxed);
+                metric!(self.metrics.in_window.increment(1));
             }
         }
     }
@@ -213,6 +232,44 @@ impl Counters {
     /// Records a run handed over before its deadline.
     pub(crate) fn early(&self) {
         self.early.fetch_add(1, Ordering::Relaxed);
+        metric!(self.metrics.early.increment(1));
+    }
+
+    /// Counts a run handed over (or a sleep woken).
+    pub(crate) fn fired(&self) {
+        self.fired.fetch_add(1, Ordering::Relaxed);
+        metric!(self.metrics.fired.increment(1));
+    }
+
+    /// Counts a run the executor refused.
+    pub(crate) fn rejected(&self) {
+        self.rejected.fetch_add(1, Ordering::Relaxed);
+        metric!(self.metrics.rejected.increment(1));
+    }
+
+    /// Counts a panic caught by the timer.
+    pub(crate) fn panicked(&self) {
+        self.panicked.fetch_add(1, Ordering::Relaxed);
+        metric!(self.metrics.panicked.increment(1));
+    }
+
+    /// Counts a value dropped because nobody could take it.
+    pub(crate) fn dropped(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        metric!(self.metrics.dropped.increment(1));
+    }
+
+    /// A timer was filed; the count itself is the shard's, bumped under
+    /// its lock. Call after the lock is released.
+    #[inline]
+    pub(crate) fn filed(&self) {
+        metric!(self.metrics.scheduled.increment(1));
+    }
+
+    /// A timer was cancelled; as [`filed`](Self::filed).
+    #[inline]
+    pub(crate) fn removed(&self) {
+        metric!(self.metrics.cancelled.increment(1));
     }
 
     /// These counters as `Stats`; the per-shard counts are left at zero
@@ -228,6 +285,68 @@ impl Counters {
             overshoot: self.overshoot.snapshot(),
             early: self.early.load(Ordering::Relaxed),
             ..Stats::default()
+        }
+    }
+}
+
+/// A timer's metric handles (feature `metrics`, names in
+/// `crate::metrics`), registered when it is built. A default one
+/// publishes nothing: the timers inside a `DurableTimer` and a Redis
+/// consumer publish what they choose, or nothing.
+#[cfg(feature = "metrics")]
+#[derive(Debug)]
+pub(crate) struct TimerMetrics {
+    pub(crate) scheduled: ::metrics::Counter,
+    pub(crate) fired: ::metrics::Counter,
+    pub(crate) cancelled: ::metrics::Counter,
+    pub(crate) rejected: ::metrics::Counter,
+    pub(crate) dropped: ::metrics::Counter,
+    pub(crate) panicked: ::metrics::Counter,
+    pub(crate) in_window: ::metrics::Counter,
+    pub(crate) overshoot: ::metrics::Counter,
+    pub(crate) early: ::metrics::Counter,
+    pub(crate) wakeups: ::metrics::Counter,
+    pub(crate) lateness: ::metrics::Histogram,
+}
+
+#[cfg(feature = "metrics")]
+impl Default for TimerMetrics {
+    fn default() -> TimerMetrics {
+        use ::metrics::{Counter, Histogram};
+        TimerMetrics {
+            scheduled: Counter::noop(),
+            fired: Counter::noop(),
+            cancelled: Counter::noop(),
+            rejected: Counter::noop(),
+            dropped: Counter::noop(),
+            panicked: Counter::noop(),
+            in_window: Counter::noop(),
+            overshoot: Counter::noop(),
+            early: Counter::noop(),
+            wakeups: Counter::noop(),
+            lateness: Histogram::noop(),
+        }
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl TimerMetrics {
+    /// Every `tickwheel_timer_*` metric, labelled `timer = name`.
+    pub(crate) fn register(name: &str) -> TimerMetrics {
+        use crate::metrics::*;
+        let labels = Labels::new("timer", name);
+        TimerMetrics {
+            scheduled: labels.counter(&TIMER_SCHEDULED),
+            fired: labels.counter(&TIMER_FIRED),
+            cancelled: labels.counter(&TIMER_CANCELLED),
+            rejected: labels.counter(&TIMER_REJECTED),
+            dropped: labels.counter(&TIMER_DROPPED),
+            panicked: labels.counter(&TIMER_PANICKED),
+            in_window: labels.counter(&TIMER_IN_WINDOW),
+            overshoot: labels.counter(&TIMER_OVERSHOOT),
+            early: labels.counter(&TIMER_EARLY),
+            wakeups: labels.counter(&TIMER_WAKEUPS),
+            lateness: labels.histogram(&TIMER_LATENESS),
         }
     }
 }

@@ -137,12 +137,11 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
             let full = wheels.push_dropped(handle.class, handle.key);
             ShardCell::<T>::bump(&cell.cancelled);
             cell.publish_one(false);
-            if full {
-                let wakers = wheels.flush_dropped();
-                drop(wheels);
-                // Runtime code, after the lock.
-                drop(wakers);
-            }
+            let wakers = if full { wheels.flush_dropped() } else { None };
+            drop(wheels);
+            self.counters.removed();
+            // Runtime code, after the lock.
+            drop(wakers);
             return;
         }
         let job = wheels
@@ -153,6 +152,9 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
             cell.publish_one(false);
         }
         drop(wheels);
+        if job.is_some() {
+            self.counters.removed();
+        }
         drop(job);
     }
 }

@@ -1,0 +1,183 @@
+//! What a Redis queue and its consumer publish through the `metrics`
+//! facade (feature `metrics`), on a real `redis-server` of the test's own.
+//! A global `DebuggingRecorder`, this file's alone (a test binary of its
+//! own): the queue registers its metrics at connect, and its I/O thread
+//! updates them.
+
+use core::time::Duration;
+use std::sync::OnceLock;
+use std::time::SystemTime;
+
+use metrics_util::debugging::{DebuggingRecorder, Snapshotter};
+use tickwheel::redis::{Acked, Cancelled, Nacked, Queue, Scheduled};
+
+#[path = "support/recorded.rs"]
+mod recorded;
+use recorded::Recorded;
+#[path = "support/redis_server.rs"]
+mod redis_server;
+use redis_server::RedisServer;
+
+const MS: Duration = Duration::from_millis(1);
+
+fn snapshotter() -> &'static Snapshotter {
+    static SNAPSHOTTER: OnceLock<Snapshotter> = OnceLock::new();
+    SNAPSHOTTER.get_or_init(|| {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        recorder.install().unwrap();
+        snapshotter
+    })
+}
+
+/// Schedules (one a duplicate), a cancel, a reschedule, deliveries with
+/// their lateness, acks, a nack that retries, a redelivery, a dead
+/// letter, and `len()`'s gauges: each counted exactly, under the queue's
+/// name, and equal to `Queue::metrics`.
+#[test]
+fn a_queue_counts_what_it_did() {
+    let snapshotter = snapshotter();
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = Queue::builder(&server.url(), "metered")
+        .max_attempts(2)
+        .connect()
+        .unwrap();
+    let consumer = queue.consumer().unwrap();
+    let now = SystemTime::now();
+    let created = |s: Scheduled| assert!(matches!(s, Scheduled::Created { .. }), "{s:?}");
+    created(
+        queue
+            .schedule("late", now - Duration::from_secs(1), b"")
+            .unwrap(),
+    );
+    created(queue.schedule_in("soon", 50 * MS, b"").unwrap());
+    created(
+        queue
+            .schedule_in("paid", Duration::from_secs(3600), b"")
+            .unwrap(),
+    );
+    created(
+        queue
+            .schedule_in("moved", Duration::from_secs(3600), b"")
+            .unwrap(),
+    );
+    created(
+        queue
+            .schedule_in("failing", Duration::from_secs(3600), b"")
+            .unwrap(),
+    );
+    assert_eq!(
+        queue.schedule_in("late", 50 * MS, b"").unwrap(),
+        Scheduled::Exists
+    );
+    assert!(matches!(
+        queue.cancel("paid").unwrap(),
+        Cancelled::Cancelled(_)
+    ));
+    assert!(queue
+        .reschedule_in("moved", Duration::from_secs(7200))
+        .unwrap());
+    assert!(queue.reschedule_in("failing", Duration::ZERO).unwrap());
+
+    // "late", "soon" and "failing" are delivered; two are acked.
+    let mut got = Vec::new();
+    while got.len() < 3 {
+        got.extend(
+            consumer
+                .fetch(3 - got.len(), Duration::from_secs(5))
+                .unwrap(),
+        );
+    }
+    for job in &got {
+        if job.id == "failing" {
+            assert_eq!(consumer.nack(job, MS).unwrap(), Nacked::Retrying);
+        } else {
+            assert_eq!(consumer.ack(job).unwrap(), Acked::Acked);
+        }
+    }
+    // Its second delivery, out of attempts on the next nack.
+    let again = consumer.fetch(1, Duration::from_secs(5)).unwrap();
+    assert_eq!((again[0].id.as_str(), again[0].attempt), ("failing", 2));
+    assert_eq!(consumer.nack(&again[0], MS).unwrap(), Nacked::DeadLettered);
+    assert_eq!(
+        queue.len().unwrap(),
+        (1, 1),
+        "\"moved\" waits, \"failing\" is dead"
+    );
+
+    // The queue's own counts first: the I/O thread goes on (polls,
+    // hints), so the metrics, read after, may be ahead, never behind.
+    let q = queue.metrics();
+    // One snapshot: the recorder's counters and gauges restart from zero
+    // at each.
+    let m = Recorded::take(snapshotter);
+    let me = [("queue", "metered")];
+    let count = |name: &str| m.counter(name, &me).unwrap_or_else(|| panic!("{name}"));
+    assert_eq!(count("tickwheel_queue_scheduled_total"), 5);
+    assert_eq!(count("tickwheel_queue_duplicates_total"), 1);
+    assert_eq!(count("tickwheel_queue_cancelled_total"), 1);
+    assert_eq!(count("tickwheel_queue_rescheduled_total"), 2);
+    assert_eq!(count("tickwheel_queue_delivered_total"), 4);
+    assert_eq!(count("tickwheel_queue_redelivered_total"), 1);
+    assert_eq!(count("tickwheel_queue_acked_total"), 2);
+    assert_eq!(count("tickwheel_queue_retried_total"), 1);
+    assert_eq!(count("tickwheel_queue_dead_lettered_total"), 1);
+    assert_eq!(count("tickwheel_queue_lease_lost_total"), 0);
+    assert_eq!(m.gauge("tickwheel_queue_live_jobs", &me), Some(1.0));
+    assert_eq!(m.gauge("tickwheel_queue_dead_jobs", &me), Some(1.0));
+
+    // Every counter is the queue's own count.
+    let pairs = [
+        ("scheduled", q.scheduled),
+        ("duplicates", q.duplicates),
+        ("cancelled", q.cancelled),
+        ("rescheduled", q.rescheduled),
+        ("delivered", q.delivered),
+        ("redelivered", q.redelivered),
+        ("acked", q.acked),
+        ("retried", q.retried),
+        ("dead_lettered", q.dead_lettered),
+        ("misfire_discarded", q.discarded),
+        ("misfire_spread", q.spread),
+        ("lease_lost", q.lease_lost),
+        ("released", q.released),
+        ("trimmed", q.trimmed),
+        ("round_trips", q.round_trips),
+        ("failures", q.failures),
+        ("dials", q.dials),
+        ("claims", q.claims),
+        ("polls", q.polls),
+        ("hints", q.hints),
+    ];
+    for (name, snapshot) in pairs {
+        let metric = count(&format!("tickwheel_queue_{name}_total"));
+        assert!(metric >= snapshot, "{name}: metric {metric} < {snapshot}");
+    }
+    assert!(count("tickwheel_queue_round_trips_total") > 0);
+    assert!(count("tickwheel_queue_claims_total") > 0);
+
+    // One lateness per delivery: "late" by about a second, the rest by
+    // a little.
+    let mut lateness = m
+        .histogram("tickwheel_queue_lateness_seconds", &me)
+        .unwrap();
+    lateness.sort_by(f64::total_cmp);
+    assert_eq!(lateness.len(), 4, "{lateness:?}");
+    assert!(
+        lateness.iter().all(|&s| (0.0..30.0).contains(&s)),
+        "{lateness:?}"
+    );
+    assert!(
+        lateness[3] >= 1.0,
+        "\"late\" was due a second early: {lateness:?}"
+    );
+    assert!(lateness[0] < 1.0, "{lateness:?}");
+    assert_eq!(q.lateness.count(), 4);
+
+    // 20 counters, the histogram and two gauges; the consumer's timer
+    // publishes no timer metrics.
+    assert_eq!(m.names_with(("queue", "metered")).len(), 23);
+    assert!(m.names_with(("timer", "tickwheel-redis-wake")).is_empty());
+}
