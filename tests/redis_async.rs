@@ -7,7 +7,7 @@ extern crate alloc;
 
 use core::time::Duration;
 
-use tickwheel::redis::{Acked, Cancelled, Queue, Scheduled};
+use tickwheel::redis::{Acked, AsyncQueue, Cancelled, Queue, Scheduled};
 
 #[path = "support/redis_server.rs"]
 mod redis_server;
@@ -18,11 +18,13 @@ fn clients(server: &RedisServer) -> usize {
     server.command(&["CLIENT", "LIST"]).matches("id=").count()
 }
 
-#[test]
-fn a_thousand_schedules_in_flight_under_tokio_share_one_connection() {
-    let Some(server) = RedisServer::start_or_skip() else {
-        return;
-    };
+/// Runs `body` with the queue "orders" on `server`, under a current-thread
+/// tokio runtime.
+fn on_tokio<F, Fut>(server: &RedisServer, body: F)
+where
+    F: FnOnce(AsyncQueue) -> Fut,
+    Fut: core::future::Future<Output = ()>,
+{
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -32,6 +34,17 @@ fn a_thousand_schedules_in_flight_under_tokio_share_one_connection() {
             .connect_async()
             .await
             .unwrap();
+        body(queue).await;
+    });
+}
+
+#[test]
+fn a_thousand_schedules_in_flight_under_tokio_share_one_connection() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let server = &server;
+    on_tokio(server, |queue| async move {
         let tasks: Vec<_> = (0..1000)
             .map(|i| {
                 let queue = queue.clone();
@@ -84,15 +97,7 @@ fn concurrent_cancels_of_one_id_have_one_winner() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let queue = Queue::builder(&server.url(), "orders")
-            .connect_async()
-            .await
-            .unwrap();
+    on_tokio(&server, |queue| async move {
         for round in 0..20 {
             let id = format!("o{round}");
             queue
