@@ -63,7 +63,7 @@ fn a_thousand_schedules_in_flight_under_tokio_share_one_connection() {
         }
         // One connection (and this test's), and far fewer script calls
         // than schedules: calls in flight together share them.
-        assert_eq!(clients(&server), 2);
+        assert_eq!(clients(server), 2);
         let m = queue.metrics();
         assert_eq!(m.scheduled, 1000);
         assert!(
@@ -86,7 +86,7 @@ fn a_thousand_schedules_in_flight_under_tokio_share_one_connection() {
         }
         assert_eq!(queue.len().await.unwrap(), (0, 0));
         // The consumer added its hint subscription, nothing more.
-        assert_eq!(clients(&server), 3);
+        assert_eq!(clients(server), 3);
     });
 }
 
