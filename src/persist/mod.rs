@@ -46,13 +46,17 @@
 
 mod compaction;
 mod durable;
+mod error;
+mod folded;
 mod format;
 mod handle;
+mod job;
 mod journal;
 mod keyed;
 mod keys;
 mod lock;
 mod payload;
+mod replay;
 mod restore;
 
 use alloc::vec::Vec;
@@ -62,9 +66,10 @@ use std::time::{Instant, SystemTime};
 use crate::timer::{Executor, MissedTicks, Timer};
 
 pub use durable::DurableTimer;
+pub use error::JournalError;
 pub use format::Damage;
 pub use handle::{DurableHandle, Found, Recovery};
-pub use journal::{JournalError, SyncPolicy};
+pub use journal::SyncPolicy;
 pub use keyed::KeyedJob;
 pub use payload::Payload;
 
