@@ -45,6 +45,8 @@
 //! ```
 
 mod compaction;
+mod crc32;
+mod decode;
 mod durable;
 mod error;
 mod folded;
@@ -65,9 +67,9 @@ use std::time::{Instant, SystemTime};
 
 use crate::timer::{Executor, MissedTicks, Timer};
 
+pub use decode::Damage;
 pub use durable::DurableTimer;
 pub use error::JournalError;
-pub use format::Damage;
 pub use handle::{DurableHandle, Found, Recovery};
 pub use journal::SyncPolicy;
 pub use keyed::KeyedJob;

@@ -6,9 +6,10 @@ use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::Path;
 
+use super::decode::{self, Damage};
 use super::error::{io_at, JournalError};
 use super::folded::Folded;
-use super::format::{self, Damage};
+use super::format;
 use super::handle::Found;
 
 /// What a journal file holds.
@@ -91,7 +92,7 @@ pub(super) fn replay(path: &Path) -> Result<Replayed, JournalError> {
             found: version,
         });
     }
-    let (records, damage) = format::decode_all(&bytes[8..], 8, version);
+    let (records, damage) = decode::decode_all(&bytes[8..], 8, version);
     replayed.damage = damage;
     for record in records {
         replayed.folded.apply(record);
