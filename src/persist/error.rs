@@ -1,12 +1,18 @@
-//! Why a journal could not be opened ([`JournalError`]), and the I/O error
-//! that names its file.
+//! The errors of restart safety: why a journal could not be opened
+//! ([`JournalError`], and the I/O error that names its file), and why a
+//! restore stopped ([`RestoreError`], which hands back every job not
+//! restored).
 
 use alloc::format;
+use alloc::vec::Vec;
 use core::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::format;
+use super::outcome::RestoreReport;
+use super::{PendingJob, Snapshot};
+use crate::timer::ScheduleErrorKind;
 
 /// Why a journal could not be opened.
 ///
@@ -102,3 +108,60 @@ pub(super) fn io_at(path: &Path, err: io::Error) -> JournalError {
         format!("{}: {err}", path.display()),
     ))
 }
+
+/// Why [`Timer::restore`](crate::timer::Timer::restore) stopped. Nothing
+/// is lost: the jobs restored so far are in `restored`, and the rest,
+/// untouched, in `remaining`.
+///
+/// ```
+/// use std::time::SystemTime;
+/// use tickwheel::persist::{MisfirePolicy, Snapshot};
+///
+/// let (timer, _fired) = tickwheel::timer::delay_queue::<u8>()?;
+/// let alien = Snapshot { version: 99, taken_at: SystemTime::now(), jobs: Vec::new() };
+/// let err = timer.restore(alien, &MisfirePolicy::default()).unwrap_err();
+/// assert_eq!(err.to_string(), "snapshot has format version 99, this crate reads 1");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RestoreError<T> {
+    /// What went wrong.
+    pub reason: RestoreFailure,
+    /// What was restored before it did.
+    pub restored: RestoreReport<T>,
+    /// The jobs not restored, as they were in the snapshot.
+    pub remaining: Vec<PendingJob<T>>,
+}
+
+/// The reason in a [`RestoreError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RestoreFailure {
+    /// The snapshot was written in another format version.
+    Version {
+        /// The snapshot's version.
+        found: u32,
+    },
+    /// The timer refused a job (it is full or shut down).
+    Schedule(ScheduleErrorKind),
+}
+
+impl<T> fmt::Display for RestoreError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.reason {
+            RestoreFailure::Version { found } => write!(
+                f,
+                "snapshot has format version {found}, this crate reads {}",
+                Snapshot::<T>::VERSION
+            ),
+            RestoreFailure::Schedule(kind) => write!(
+                f,
+                "restore stopped with {} jobs left: {kind}",
+                self.remaining.len()
+            ),
+        }
+    }
+}
+
+impl<T: fmt::Debug> core::error::Error for RestoreError<T> {}
