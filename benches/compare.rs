@@ -99,7 +99,7 @@ use peers::tokio_delay_queue::{paused_runtime, DelayQueuePeer, DqKey};
 use peers::{Peer, Timers};
 use workloads::machine::{criterion_dir, load_average};
 use workloads::server::{LoopWorkload, Tally};
-use workloads::{Inputs, Outcome, Sizes, Workload, HEAP, LEAN, TURN_ORDERS, WHEEL};
+use workloads::{Inputs, Outcome, Shape, Shaped, Sizes, Workload, HEAP, LEAN, TURN_ORDERS, WHEEL};
 /// Rounds of the interleaved comparison of tickwheel and the two heaps: a
 /// multiple of 6, so each of the [`TURN_ORDERS`] comes up equally often.
 const INTERLEAVED_ROUNDS: usize = 12;
@@ -107,8 +107,11 @@ const INTERLEAVED_ROUNDS: usize = 12;
 /// One workload's interleaved rounds: each heap's time ÷ tickwheel's time
 /// per round, as two lines (`binary_heap`, then `lean_heap`).
 fn interleave<W: Workload>(workload: &W, rounds: usize) -> [String; 2] {
+    let Shape {
+        group, elements, ..
+    } = workload.shape();
     let mut ns: [Vec<f64>; 3] = core::array::from_fn(|_| Vec::with_capacity(rounds));
-    let per_op = |time: Duration| time.as_nanos() as f64 / workload.elements() as f64;
+    let per_op = |time: Duration| time.as_nanos() as f64 / elements as f64;
     for round in 0..rounds {
         for peer in TURN_ORDERS[round % TURN_ORDERS.len()] {
             let time = match peer {
@@ -119,7 +122,6 @@ fn interleave<W: Workload>(workload: &W, rounds: usize) -> [String; 2] {
             ns[peer].push(per_op(time));
         }
     }
-    let group = workload.group();
     [
         ratio_line(&group, "binary_heap", "heap", &ns[WHEEL], &ns[HEAP]),
         ratio_line(&group, "lean_heap", "lean_heap", &ns[WHEEL], &ns[LEAN]),
@@ -242,25 +244,21 @@ fn bench_one<O>(
 
 /// A group of batch workloads: ten samples, one or a few iterations each
 /// (each iteration is a whole batch of 10^5–10^6 operations).
-fn batch_group<'a>(
-    c: &'a mut Criterion,
-    name: &str,
-    measurement_time: Duration,
-    elements: u64,
-) -> BenchmarkGroup<'a, WallTime> {
-    let mut group = c.benchmark_group(name);
+fn batch_group<'a>(c: &'a mut Criterion, shape: &Shape) -> BenchmarkGroup<'a, WallTime> {
+    let mut group = c.benchmark_group(&shape.group);
     group
         .sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_millis(500))
-        .measurement_time(measurement_time)
-        .throughput(Throughput::Elements(elements));
+        .measurement_time(shape.measurement_time)
+        .throughput(Throughput::Elements(shape.elements));
     group
 }
 
 fn bench_workload<W: Workload>(c: &mut Criterion, workload: &W, checks: &mut Checks) {
-    let name = workload.group();
-    let mut group = batch_group(c, &name, workload.measurement_time(), workload.elements());
+    let shape = workload.shape();
+    let mut group = batch_group(c, &shape);
+    let name = shape.group;
     let outcomes = RefCell::new(Vec::new());
 
     bench_peer(
@@ -373,8 +371,11 @@ const LOOP_PEERS: [&str; 4] = ["tickwheel", "lean_heap", "nexus_timer", "bitwhee
 /// lean heap's per round (< 1: faster than the lean heap), and tickwheel's
 /// line the same way, so every peer's ratio to the lean heap is there.
 fn interleave_loop<W: LoopWorkload>(workload: &W, rounds: usize) -> Vec<String> {
+    let Shape {
+        group, elements, ..
+    } = workload.shape();
     let mut ns: [Vec<f64>; 4] = core::array::from_fn(|_| Vec::with_capacity(rounds));
-    let per_op = |time: Duration| time.as_nanos() as f64 / workload.elements() as f64;
+    let per_op = |time: Duration| time.as_nanos() as f64 / elements as f64;
     for round in 0..rounds {
         for turn in 0..LOOP_PEERS.len() {
             let peer = (round + turn) % LOOP_PEERS.len();
@@ -387,7 +388,6 @@ fn interleave_loop<W: LoopWorkload>(workload: &W, rounds: usize) -> Vec<String> 
             ns[peer].push(per_op(time));
         }
     }
-    let group = workload.group();
     let median = |values: &[f64]| {
         let mut values = values.to_vec();
         values.sort_by(f64::total_cmp);
@@ -427,8 +427,9 @@ fn bench_loop_peer<W: LoopWorkload, T: Timers>(
 
 /// One server-loop workload, every peer; their tallies go to `checks`.
 fn bench_loop<W: LoopWorkload>(c: &mut Criterion, workload: &W, checks: &mut Checks) {
-    let name = workload.group();
-    let mut group = batch_group(c, &name, workload.measurement_time(), workload.elements());
+    let shape = workload.shape();
+    let mut group = batch_group(c, &shape);
+    let name = shape.group;
     let tallies = RefCell::new(Vec::new());
     bench_loop_peer(
         &mut group,
@@ -508,7 +509,7 @@ fn fresh_insert(peer: &str, sizes: &Sizes) {
         "bitwheel" => workload.run(1, &mut |_| BitWheelPeer::new()),
         _ => panic!("--fresh-insert: unknown peer {peer}"),
     };
-    let ns = time.as_nanos() as f64 / workload.elements() as f64;
+    let ns = time.as_nanos() as f64 / workload.shape().elements as f64;
     println!("fresh {peer} {ns:.2} {}", tally.faults);
 }
 

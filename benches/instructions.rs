@@ -59,7 +59,7 @@ fn once<W: Workload, P: Peer>(
     make: impl FnOnce(usize) -> P,
     setup_only: bool,
 ) -> Option<Outcome> {
-    let mut peer = make(workload.capacity());
+    let mut peer = make(workload.shape().capacity);
     let mut keys = workload.setup(&mut peer);
     let outcome = (!setup_only).then(|| {
         let outcome = workload.play(&mut peer, &mut keys, &mut || {});
@@ -81,7 +81,7 @@ fn on_peer<W: Workload>(
         "lean_heap" => once(workload, LeanHeap::with_capacity, setup_only),
         other => return Err(format!("unknown peer {other:?}; one of {PEERS:?}")),
     };
-    Ok((workload.elements(), outcome))
+    Ok((workload.shape().elements, outcome))
 }
 
 /// Runs `workload` on `peer`: the number of operations, and the outcome

@@ -78,9 +78,10 @@ fn record<W: Workload, P: Peer>(
     make: impl FnOnce(usize) -> P,
     batches: &mut Vec<u64>,
 ) -> Outcome {
-    let mut peer = make(workload.capacity());
+    let shape = workload.shape();
+    let mut peer = make(shape.capacity);
     let mut keys = workload.setup(&mut peer);
-    batches.reserve(workload.elements() as usize / BATCH);
+    batches.reserve(shape.elements as usize / BATCH);
     let mut in_batch = 0;
     let mut start = Instant::now();
     let outcome = workload.play(&mut peer, &mut keys, &mut || {
@@ -111,6 +112,7 @@ fn per_op(ns: u64, batches: usize) -> f64 {
 /// One workload's rounds: a table row per peer; `false` if the peers'
 /// outcomes differ.
 fn measure<W: Workload>(workload: &W, rows: &mut Vec<String>) -> bool {
+    let group = workload.shape().group;
     // `rounds[peer][round]`: that run's batch times.
     let mut rounds: [Vec<Vec<u64>>; 3] = Default::default();
     let mut outcomes = Vec::new();
@@ -139,8 +141,7 @@ fn measure<W: Workload>(workload: &W, rows: &mut Vec<String>) -> bool {
             .collect::<Vec<_>>()
             .join(" / ");
         rows.push(format!(
-            "| `{}` | {} | {n} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {by_round} |",
-            workload.group(),
+            "| `{group}` | {} | {n} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {by_round} |",
             NAMES[peer],
             per_op(pooled.iter().sum(), n),
             per_op(quantile(&pooled, 0.50), 1),
@@ -151,7 +152,7 @@ fn measure<W: Workload>(workload: &W, rows: &mut Vec<String>) -> bool {
     }
     let agree = outcomes.windows(2).all(|w| w[0].1 == w[1].1);
     if !agree {
-        eprintln!("{}: peers disagree: {outcomes:?}", workload.group());
+        eprintln!("{group}: peers disagree: {outcomes:?}");
     }
     agree
 }

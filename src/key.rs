@@ -9,7 +9,7 @@
 //! is cancelled its arena node is freed and may be reused by a later insert,
 //! which gets a later stamp, so the old key no longer matches. Resets advance
 //! the same counter: its values also order timers with equal deadlines (see
-//! `Entry::seq` in `wheel/arena.rs`).
+//! `Entry::seq` in `wheel/entry.rs`).
 //!
 //! The counter is 32 bits and skips zero, so an old key can only match a new
 //! timer if that timer reuses the same arena node *and* was inserted exactly

@@ -19,6 +19,10 @@
 //! [`Timers`](crate::peers::Timers) so that peers with move-only handles
 //! run them too; see there.
 //!
+//! `shape.rs` holds what a bench group states about either kind of
+//! workload ([`Shape`]): its name and size, its operations per iteration,
+//! its capacity hint and its measurement time.
+//!
 //! `machine.rs` holds what a run records beside its numbers: the machine
 //! line, the load average and criterion's directory.
 //!
@@ -30,7 +34,7 @@
 //! A run is split in three: [`Workload::setup`] (untimed: pre-fill the
 //! fresh structure), [`Workload::play`] (the measured operations) and
 //! [`Workload::check`] (untimed: the outcome is right). `play` calls its
-//! `op_done` hook after each of its [`elements`](Workload::elements)
+//! `op_done` hook after each of its [`elements`](Shape::elements)
 //! operations: a no-op that compiles away for criterion and callgrind, and
 //! the batch clock of `tail.rs`. The ticks (`advance`) sit between
 //! operations, so a caller that times by operation counts times them too.
@@ -41,6 +45,7 @@ pub(crate) mod machine;
     reason = "compare.rs plays the server loops; tail.rs and instructions.rs do not"
 )]
 pub(crate) mod server;
+mod shape;
 mod w1;
 mod w2;
 mod w3;
@@ -52,6 +57,7 @@ use std::time::Instant;
 
 use crate::peers::{self, Peer};
 
+pub(crate) use shape::{Shape, Shaped};
 pub(crate) use w1::{W1Expire, W1Insert};
 pub(crate) use w2::W2CancelAll;
 pub(crate) use w3::W3ResetHeavy;
@@ -202,21 +208,7 @@ pub(crate) struct Outcome {
 }
 
 /// One workload: a group of benchmarks, one per peer.
-pub(crate) trait Workload {
-    /// `workload/size`.
-    fn group(&self) -> String;
-
-    /// Operations per iteration, for criterion's throughput: how many times
-    /// [`play`](Workload::play) calls `op_done`.
-    fn elements(&self) -> u64;
-
-    /// The most timers live at once: the capacity every peer that can
-    /// reserve is created with.
-    fn capacity(&self) -> usize;
-
-    /// Criterion's measurement time for the group.
-    fn measurement_time(&self) -> Duration;
-
+pub(crate) trait Workload: Shaped {
     /// Untimed: fills a fresh structure and returns the keys
     /// [`play`](Workload::play) needs (with room for any it adds).
     fn setup<P: Peer>(&self, peer: &mut P) -> Vec<P::Key>;
@@ -235,13 +227,14 @@ pub(crate) trait Workload {
     }
 
     /// Runs `iters` iterations, each on a fresh structure from
-    /// `make(self.capacity())`, and returns the time spent in
+    /// `make(capacity)` (the [`Shape`]'s), and returns the time spent in
     /// [`play`](Workload::play) only.
     fn run<P: Peer>(&self, iters: u64, make: &mut impl FnMut(usize) -> P) -> (Duration, Outcome) {
+        let capacity = self.shape().capacity;
         let mut total = Duration::ZERO;
         let mut outcome = Outcome::default();
         for _ in 0..iters {
-            let mut peer = make(self.capacity());
+            let mut peer = make(capacity);
             let mut keys = self.setup(&mut peer);
             let start = Instant::now();
             outcome = self.play(&mut peer, &mut keys, &mut || {});
@@ -250,15 +243,6 @@ pub(crate) trait Workload {
             drop(black_box((peer, keys)));
         }
         (total, outcome)
-    }
-}
-
-/// `1_000_000` → `1M`, `100_000` → `100k`.
-fn label(n: usize) -> String {
-    match n {
-        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
-        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
-        n => n.to_string(),
     }
 }
 

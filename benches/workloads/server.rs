@@ -31,7 +31,7 @@ use core::mem;
 use core::time::Duration;
 use std::time::Instant;
 
-use super::{label, Outcome, OPS_PER_TICK};
+use super::{Outcome, Shape, Shaped, OPS_PER_TICK};
 use crate::peers::{Rng, Timers, MAX_DELAY};
 
 /// Bits of a value that name the connection (or the W1 timer).
@@ -125,30 +125,18 @@ impl Tally {
 
 /// A server-loop workload: like [`Workload`](super::Workload), but over
 /// [`Timers`], whose handles may be move-only.
-pub(crate) trait LoopWorkload {
-    /// `workload/size`.
-    fn group(&self) -> String;
-
-    /// Operations per iteration (the divisor of ns per operation).
-    fn elements(&self) -> u64;
-
-    /// The most timers live at once: every peer that can reserve is made
-    /// with it.
-    fn capacity(&self) -> usize;
-
-    /// Criterion's measurement time for the group.
-    fn measurement_time(&self) -> Duration;
-
+pub(crate) trait LoopWorkload: Shaped {
     /// One iteration on a fresh structure: its timed part, and what it saw.
     fn once<T: Timers>(&self, timers: &mut T) -> (Duration, Tally);
 
-    /// `iters` iterations, each on a fresh structure from
-    /// `make(self.capacity())`; structures are made and dropped untimed.
+    /// `iters` iterations, each on a fresh structure from `make(capacity)`
+    /// (the [`Shape`]'s); structures are made and dropped untimed.
     fn run<T: Timers>(&self, iters: u64, make: &mut impl FnMut(usize) -> T) -> (Duration, Tally) {
+        let capacity = self.shape().capacity;
         let mut total = Duration::ZERO;
         let mut tally = Tally::default();
         for _ in 0..iters {
-            let mut timers = make(self.capacity());
+            let mut timers = make(capacity);
             let (time, seen) = self.once(&mut timers);
             total += time;
             tally = seen;
@@ -165,23 +153,13 @@ pub(crate) struct W1InsertHeld<'a> {
     pub(super) delays: &'a [u64],
 }
 
+impl Shaped for W1InsertHeld<'_> {
+    fn shape(&self) -> Shape {
+        Shape::timers("w1_insert_held", self.delays.len(), 3)
+    }
+}
+
 impl LoopWorkload for W1InsertHeld<'_> {
-    fn group(&self) -> String {
-        format!("w1_insert_held/{}", label(self.delays.len()))
-    }
-
-    fn elements(&self) -> u64 {
-        self.delays.len() as u64
-    }
-
-    fn capacity(&self) -> usize {
-        self.delays.len()
-    }
-
-    fn measurement_time(&self) -> Duration {
-        Duration::from_secs(3)
-    }
-
     fn once<T: Timers>(&self, timers: &mut T) -> (Duration, Tally) {
         let mut handles = Vec::with_capacity(self.delays.len());
         let faults = minor_faults();
@@ -213,23 +191,13 @@ pub(crate) struct W1TickByTick<'a> {
     pub(super) delays: &'a [u64],
 }
 
+impl Shaped for W1TickByTick<'_> {
+    fn shape(&self) -> Shape {
+        Shape::timers("w1_tick_by_tick", self.delays.len(), 5)
+    }
+}
+
 impl LoopWorkload for W1TickByTick<'_> {
-    fn group(&self) -> String {
-        format!("w1_tick_by_tick/{}", label(self.delays.len()))
-    }
-
-    fn elements(&self) -> u64 {
-        self.delays.len() as u64
-    }
-
-    fn capacity(&self) -> usize {
-        self.delays.len()
-    }
-
-    fn measurement_time(&self) -> Duration {
-        Duration::from_secs(5)
-    }
-
     fn once<T: Timers>(&self, timers: &mut T) -> (Duration, Tally) {
         for (id, &delay) in self.delays.iter().enumerate() {
             timers.schedule_forget(delay, encode(delay, 0, id));
@@ -269,27 +237,14 @@ impl W4ServerLoop<'_> {
     }
 }
 
+impl Shaped for W4ServerLoop<'_> {
+    fn shape(&self) -> Shape {
+        let (live, steps) = (self.prefill.len(), self.victims.len());
+        Shape::held("w4_server_loop", live, steps, "steps", live + 1, 4)
+    }
+}
+
 impl LoopWorkload for W4ServerLoop<'_> {
-    fn group(&self) -> String {
-        format!(
-            "w4_server_loop/{}_live_{}_steps",
-            label(self.prefill.len()),
-            label(self.victims.len())
-        )
-    }
-
-    fn elements(&self) -> u64 {
-        self.victims.len() as u64
-    }
-
-    fn capacity(&self) -> usize {
-        self.prefill.len() + 1
-    }
-
-    fn measurement_time(&self) -> Duration {
-        Duration::from_secs(4)
-    }
-
     fn once<T: Timers>(&self, timers: &mut T) -> (Duration, Tally) {
         assert!(self.prefill.len() < 1 << ID_BITS);
         let mut conns: Vec<Conn<T::Handle>> = Vec::with_capacity(self.prefill.len());

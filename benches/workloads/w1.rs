@@ -1,9 +1,8 @@
 //! W1: insert `n` timers, and expire them tick by tick.
 
 use core::hint::black_box;
-use core::time::Duration;
 
-use super::{label, Outcome, Workload};
+use super::{Outcome, Shape, Shaped, Workload};
 use crate::peers::{Peer, MAX_DELAY};
 
 /// W1, insert half: `n` inserts into an empty structure.
@@ -11,23 +10,13 @@ pub(crate) struct W1Insert<'a> {
     pub(super) delays: &'a [u64],
 }
 
+impl Shaped for W1Insert<'_> {
+    fn shape(&self) -> Shape {
+        Shape::timers("w1_insert", self.delays.len(), 3)
+    }
+}
+
 impl Workload for W1Insert<'_> {
-    fn group(&self) -> String {
-        format!("w1_insert/{}", label(self.delays.len()))
-    }
-
-    fn elements(&self) -> u64 {
-        self.delays.len() as u64
-    }
-
-    fn capacity(&self) -> usize {
-        self.delays.len()
-    }
-
-    fn measurement_time(&self) -> Duration {
-        Duration::from_secs(3)
-    }
-
     fn setup<P: Peer>(&self, _: &mut P) -> Vec<P::Key> {
         Vec::new()
     }
@@ -52,23 +41,13 @@ pub(crate) struct W1Expire<'a> {
     pub(super) delays: &'a [u64],
 }
 
+impl Shaped for W1Expire<'_> {
+    fn shape(&self) -> Shape {
+        Shape::timers("w1_expire", self.delays.len(), 5)
+    }
+}
+
 impl Workload for W1Expire<'_> {
-    fn group(&self) -> String {
-        format!("w1_expire/{}", label(self.delays.len()))
-    }
-
-    fn elements(&self) -> u64 {
-        self.delays.len() as u64
-    }
-
-    fn capacity(&self) -> usize {
-        self.delays.len()
-    }
-
-    fn measurement_time(&self) -> Duration {
-        Duration::from_secs(5)
-    }
-
     fn setup<P: Peer>(&self, peer: &mut P) -> Vec<P::Key> {
         for (value, &delay) in self.delays.iter().enumerate() {
             peer.insert(delay, value as u64);

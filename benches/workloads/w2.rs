@@ -1,8 +1,6 @@
 //! W2: insert `n` timers, then cancel every one in a shuffled order.
 
-use core::time::Duration;
-
-use super::{label, Outcome, Workload};
+use super::{Outcome, Shape, Shaped, Workload};
 use crate::peers::Peer;
 
 /// W2: `n` inserts, then `n` cancels in a shuffled order, timed together.
@@ -11,23 +9,13 @@ pub(crate) struct W2CancelAll<'a> {
     pub(super) order: &'a [u32],
 }
 
+impl Shaped for W2CancelAll<'_> {
+    fn shape(&self) -> Shape {
+        Shape::timers("w2_cancel_all", self.order.len(), 4)
+    }
+}
+
 impl Workload for W2CancelAll<'_> {
-    fn group(&self) -> String {
-        format!("w2_cancel_all/{}", label(self.order.len()))
-    }
-
-    fn elements(&self) -> u64 {
-        self.order.len() as u64
-    }
-
-    fn capacity(&self) -> usize {
-        self.order.len()
-    }
-
-    fn measurement_time(&self) -> Duration {
-        Duration::from_secs(4)
-    }
-
     fn setup<P: Peer>(&self, _: &mut P) -> Vec<P::Key> {
         Vec::with_capacity(self.order.len())
     }

@@ -1,8 +1,6 @@
 //! W3: reset random live timers, a tick every [`OPS_PER_TICK`] resets.
 
-use core::time::Duration;
-
-use super::{label, Outcome, Workload, OPS_PER_TICK, W3_TIMEOUT};
+use super::{Outcome, Shape, Shaped, Workload, OPS_PER_TICK, W3_TIMEOUT};
 use crate::peers::Peer;
 
 /// W3: `live` timers at `W3_TIMEOUT`, then resets of random ones to
@@ -12,27 +10,14 @@ pub(crate) struct W3ResetHeavy<'a> {
     pub(super) targets: &'a [u32],
 }
 
+impl Shaped for W3ResetHeavy<'_> {
+    fn shape(&self) -> Shape {
+        let (live, resets) = (self.live, self.targets.len());
+        Shape::held("w3_reset_heavy", live, resets, "resets", live, 5)
+    }
+}
+
 impl Workload for W3ResetHeavy<'_> {
-    fn group(&self) -> String {
-        format!(
-            "w3_reset_heavy/{}_live_{}_resets",
-            label(self.live),
-            label(self.targets.len())
-        )
-    }
-
-    fn elements(&self) -> u64 {
-        self.targets.len() as u64
-    }
-
-    fn capacity(&self) -> usize {
-        self.live
-    }
-
-    fn measurement_time(&self) -> Duration {
-        Duration::from_secs(5)
-    }
-
     fn setup<P: Peer>(&self, peer: &mut P) -> Vec<P::Key> {
         (0..self.live as u64)
             .map(|value| peer.insert(W3_TIMEOUT, value))

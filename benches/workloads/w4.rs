@@ -1,8 +1,6 @@
 //! W4: churn over a large live set, a tick every [`OPS_PER_TICK`] steps.
 
-use core::time::Duration;
-
-use super::{label, Outcome, Workload, OPS_PER_TICK};
+use super::{Outcome, Shape, Shaped, Workload, OPS_PER_TICK};
 use crate::peers::Peer;
 
 /// W4: `live` pre-filled timers; each step inserts one and cancels a random
@@ -13,27 +11,14 @@ pub(crate) struct W4Churn<'a> {
     pub(super) victims: &'a [u32],
 }
 
+impl Shaped for W4Churn<'_> {
+    fn shape(&self) -> Shape {
+        let (live, steps) = (self.prefill.len(), self.victims.len());
+        Shape::held("w4_churn", live, steps, "steps", live + 1, 4)
+    }
+}
+
 impl Workload for W4Churn<'_> {
-    fn group(&self) -> String {
-        format!(
-            "w4_churn/{}_live_{}_steps",
-            label(self.prefill.len()),
-            label(self.victims.len())
-        )
-    }
-
-    fn elements(&self) -> u64 {
-        self.victims.len() as u64
-    }
-
-    fn capacity(&self) -> usize {
-        self.prefill.len() + 1
-    }
-
-    fn measurement_time(&self) -> Duration {
-        Duration::from_secs(4)
-    }
-
     fn setup<P: Peer>(&self, peer: &mut P) -> Vec<P::Key> {
         let mut keys = Vec::with_capacity(self.prefill.len() + 1);
         for (value, &delay) in self.prefill.iter().enumerate() {

@@ -11,8 +11,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use super::folded::Folded;
 use super::format::{self, Record};
-use super::journal::Folded;
 
 /// Writes a new journal holding only the pending jobs of `folded` (and the
 /// id watermark) next to `path`, syncs it and renames it over `path`;

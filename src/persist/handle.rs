@@ -4,7 +4,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::format::Damage;
+use super::decode::Damage;
 use super::{Outcome, PendingJob};
 use crate::timer::TimerHandle;
 

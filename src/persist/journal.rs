@@ -1,35 +1,37 @@
-//! The journal file: the sync policy, opening errors, appending records
-//! under one lock, the executor that writes `done` after each run, the
-//! background flusher, replaying a file into the jobs it holds, and when
-//! to compact it (`compaction.rs` writes, syncs and renames the new file).
-//! `durable.rs` decides what is written when; `format.rs` how.
+//! The open journal file ([`Log`]): the sync policy, appending records
+//! under one lock, the background flusher, and when to compact it
+//! (`compaction.rs` writes, syncs and renames the new file). What the
+//! records add up to is in `folded.rs`, reading a file back in
+//! `replay.rs`, the executor that writes `done` after each run in
+//! `job.rs`, opening errors in `error.rs`. `durable.rs` decides what is
+//! written when; `format.rs` how.
 
-use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use core::time::Duration;
-use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::fs::File;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use super::compaction::compact;
-use super::format::{self, Damage, Record};
-use super::handle::Found;
-use super::keys::Keys;
+use super::folded::Folded;
+use super::format::{self, Record};
 use super::lock::JournalLock;
 #[cfg(feature = "metrics")]
 use super::published::JournalMetrics;
 use crate::event::event;
 use crate::metrics::metric;
-use crate::timer::{Executor, Expired, Rejected};
+
+// `durable.rs` opens and replays the journal through this module.
+pub(super) use super::error::{io_at, JournalError};
+pub(super) use super::job::{Job, RunAndRecord};
+pub(super) use super::replay::{inspect, replay};
 
 /// When the journal is flushed to stable storage (`fsync`).
 ///
@@ -49,171 +51,6 @@ pub enum SyncPolicy {
     Every(Duration),
     /// Never explicitly: the operating system writes back when it likes.
     Never,
-}
-
-/// Why a journal could not be opened.
-///
-/// ```
-/// let dir = std::env::temp_dir().join(format!("tickwheel-doc-{}", std::process::id()));
-/// std::fs::create_dir_all(&dir)?;
-/// let path = dir.join("not-a-journal.txt");
-/// std::fs::write(&path, "hello")?;
-/// let err = tickwheel::persist::DurableTimer::<u64>::open(
-///     &path,
-///     tickwheel::persist::SyncPolicy::Always,
-///     &Default::default(),
-///     |_| {},
-/// )
-/// .unwrap_err();
-/// assert!(err.to_string().contains("not a tickwheel journal"));
-/// # std::fs::remove_dir_all(&dir)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum JournalError {
-    /// The file exists but does not start like a journal.
-    NotAJournal(PathBuf),
-    /// The journal was written in another format version.
-    Version {
-        /// The file.
-        path: PathBuf,
-        /// Its version.
-        found: u32,
-    },
-    /// Reading, writing or renaming failed.
-    Io(io::Error),
-    /// The timer could not be started.
-    Build(crate::timer::BuildError),
-    /// Another `DurableTimer`, in this process or another, has the journal
-    /// open. Two owners would overwrite each other's records and hand out
-    /// the same ids, so a journal has one owner at a time.
-    Locked {
-        /// The journal.
-        path: PathBuf,
-        /// The owner's process id, where the lock file names it.
-        owner: Option<u32>,
-    },
-}
-
-impl fmt::Display for JournalError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            JournalError::NotAJournal(path) => {
-                write!(f, "{} is not a tickwheel journal", path.display())
-            }
-            JournalError::Version { path, found } => write!(
-                f,
-                "{} has journal format version {found}, this crate reads {:?}",
-                path.display(),
-                format::READS
-            ),
-            JournalError::Io(err) => write!(f, "journal i/o failed: {err}"),
-            JournalError::Build(err) => write!(f, "could not start the timer: {err}"),
-            JournalError::Locked { path, owner } => {
-                write!(f, "{} is open in another DurableTimer", path.display())?;
-                match owner {
-                    Some(pid) if *pid == std::process::id() => f.write_str(" in this process"),
-                    Some(pid) => write!(f, " (process {pid})"),
-                    None => Ok(()),
-                }
-            }
-        }
-    }
-}
-
-impl core::error::Error for JournalError {
-    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-        match self {
-            JournalError::Io(err) => Some(err),
-            JournalError::Build(err) => Some(err),
-            _ => None,
-        }
-    }
-}
-
-impl From<io::Error> for JournalError {
-    fn from(err: io::Error) -> Self {
-        JournalError::Io(err)
-    }
-}
-
-/// The journal as replayed: the jobs still pending and the highest id used.
-/// Replay folds the file's records into it, and every append folds its
-/// record in too, so at run time it is what a replay of the file would
-/// give: compaction writes it out.
-#[derive(Default)]
-pub(super) struct Folded {
-    /// Per id, in schedule order.
-    pub(super) pending: BTreeMap<u64, Pending>,
-    pub(super) max_id: u64,
-    /// Bytes the pending jobs take as schedule records.
-    live_len: u64,
-}
-
-/// A pending job as the journal holds it.
-pub(super) struct Pending {
-    pub(super) due: SystemTime,
-    /// The user's key, for a keyed job.
-    pub(super) key: Option<String>,
-    /// The encoded value.
-    pub(super) payload: Vec<u8>,
-}
-
-impl Pending {
-    fn len(&self) -> u64 {
-        format::schedule_len(self.key.as_ref().map(String::len), self.payload.len())
-    }
-}
-
-impl Folded {
-    pub(super) fn apply(&mut self, record: Record) {
-        let (id, job) = match record {
-            Record::Schedule { id, due, payload } => (
-                id,
-                Pending {
-                    due,
-                    key: None,
-                    payload,
-                },
-            ),
-            Record::Keyed {
-                id,
-                due,
-                key,
-                payload,
-            } => (
-                id,
-                Pending {
-                    due,
-                    key: Some(key),
-                    payload,
-                },
-            ),
-            Record::Reset { id, due } => {
-                if let Some(job) = self.pending.get_mut(&id) {
-                    job.due = due;
-                }
-                return;
-            }
-            Record::Cancel { id } | Record::Done { id } => {
-                self.max_id = self.max_id.max(id);
-                if let Some(job) = self.pending.remove(&id) {
-                    self.live_len -= job.len();
-                }
-                return;
-            }
-            Record::Watermark { id } => {
-                self.max_id = self.max_id.max(id);
-                return;
-            }
-        };
-        self.max_id = self.max_id.max(id);
-        self.live_len += job.len();
-        if let Some(old) = self.pending.insert(id, job) {
-            self.live_len -= old.len();
-        }
-    }
 }
 
 /// The journal file compacts itself when it is larger than this and more
@@ -495,135 +332,4 @@ pub(super) fn spawn_flusher(log: Arc<Log>, every: Duration) -> io::Result<JoinHa
     // Appends wake it on the first record after a sync.
     let _ = log.flusher.set(thread.thread().clone());
     Ok(thread)
-}
-
-/// What a journal file holds.
-pub(super) struct Replayed {
-    pub(super) folded: Folded,
-    pub(super) damage: Vec<Damage>,
-}
-
-/// An I/O error that says which file it was about.
-pub(super) fn io_at(path: &Path, err: io::Error) -> JournalError {
-    JournalError::Io(io::Error::new(
-        err.kind(),
-        format!("{}: {err}", path.display()),
-    ))
-}
-
-/// What is at `path`, judged from its header only: checked before the
-/// lock is taken, so that a foreign file or a directory is refused without
-/// a lock file appearing beside it.
-pub(super) fn inspect(path: &Path) -> Result<Found, JournalError> {
-    if path.as_os_str().is_empty() {
-        return Err(JournalError::Io(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "a journal path must not be empty",
-        )));
-    }
-    let meta = match fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Found::Nothing),
-        Err(err) => return Err(io_at(path, err)),
-    };
-    if meta.is_dir() {
-        let err = io::Error::new(io::ErrorKind::InvalidInput, "is a directory");
-        return Err(io_at(path, err));
-    }
-    if meta.len() == 0 {
-        return Ok(Found::EmptyFile);
-    }
-    let mut header = [0u8; 8];
-    let mut file = File::open(path).map_err(|err| io_at(path, err))?;
-    let mut got = 0;
-    while got < header.len() {
-        match file.read(&mut header[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => return Err(io_at(path, err)),
-        }
-    }
-    if got < header.len() || &header[..4] != format::MAGIC {
-        return Err(JournalError::NotAJournal(path.to_path_buf()));
-    }
-    let found = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
-    if !format::READS.contains(&found) {
-        return Err(JournalError::Version {
-            path: path.to_path_buf(),
-            found,
-        });
-    }
-    Ok(Found::Journal)
-}
-
-/// Reads and folds the journal at `path` (none: empty).
-pub(super) fn replay(path: &Path) -> Result<Replayed, JournalError> {
-    let mut replayed = Replayed {
-        folded: Folded::default(),
-        damage: Vec::new(),
-    };
-    let mut bytes = Vec::new();
-    match File::open(path) {
-        Ok(mut file) => {
-            file.read_to_end(&mut bytes)
-                .map_err(|err| io_at(path, err))?;
-        }
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(replayed),
-        Err(err) => return Err(io_at(path, err)),
-    }
-    if bytes.is_empty() {
-        return Ok(replayed);
-    }
-    if bytes.len() < 8 || &bytes[..4] != format::MAGIC {
-        return Err(JournalError::NotAJournal(path.to_path_buf()));
-    }
-    let version = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
-    if !format::READS.contains(&version) {
-        return Err(JournalError::Version {
-            path: path.to_path_buf(),
-            found: version,
-        });
-    }
-    let (records, damage) = format::decode_all(&bytes[8..], 8, version);
-    replayed.damage = damage;
-    for record in records {
-        replayed.folded.apply(record);
-    }
-    Ok(replayed)
-}
-
-/// A job inside the timer: its journal id, its key if it has one, and
-/// its value.
-#[derive(Clone)]
-pub(super) struct Job<T> {
-    pub(super) id: u64,
-    pub(super) key: Option<Arc<str>>,
-    pub(super) value: T,
-}
-
-/// Runs each fired job's handler on the driver thread, then writes `done`.
-pub(super) struct RunAndRecord<T> {
-    pub(super) handler: Box<dyn Fn(T) + Send + Sync>,
-    pub(super) log: Arc<Log>,
-    pub(super) keys: Arc<Keys>,
-}
-
-impl<T: Send + 'static> Executor<Job<T>> for RunAndRecord<T> {
-    fn execute(&self, fired: Expired<Job<T>>) -> Result<(), Rejected<Job<T>>> {
-        let Job { id, key, value } = fired.value;
-        // Taken to run: no longer pending, so its key is free (a cancel by
-        // key now finds nothing, as a cancel by handle would get `None`).
-        if let Some(key) = key {
-            self.keys.release(&key, id);
-        }
-        // A panicking handler propagates to the driver, which counts it;
-        // `done` is then not written and the job runs again after a
-        // restart (at least once).
-        (self.handler)(value);
-        if self.log.append(Record::Done { id }).is_err() {
-            self.log.write_failed();
-        }
-        Ok(())
-    }
 }

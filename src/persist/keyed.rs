@@ -13,7 +13,7 @@ use std::time::SystemTime;
 use super::durable::DurableTimer;
 use super::format::{Record, MAX_KEY, MAX_PAYLOAD};
 use super::handle::DurableHandle;
-use super::journal::Job;
+use super::job::Job;
 use super::payload::Payload;
 use crate::metrics::metric;
 use crate::timer::{ScheduleError, ScheduleErrorKind};

@@ -18,7 +18,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::journal::{io_at, JournalError};
+use super::error::{io_at, JournalError};
 
 /// An exclusive lock on a journal, released when dropped.
 #[derive(Debug)]

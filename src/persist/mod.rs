@@ -45,16 +45,24 @@
 //! ```
 
 mod compaction;
+mod crc32;
+mod decode;
 mod durable;
+mod error;
+mod folded;
 mod format;
 mod handle;
+mod job;
 mod journal;
 mod keyed;
 mod keys;
 mod lock;
+mod misfire_policy;
+mod outcome;
 mod payload;
 #[cfg(feature = "metrics")]
 mod published;
+mod replay;
 mod restore;
 
 use alloc::vec::Vec;
@@ -63,11 +71,14 @@ use std::time::{Instant, SystemTime};
 
 use crate::timer::{Executor, MissedTicks, Timer};
 
+pub use decode::Damage;
 pub use durable::DurableTimer;
-pub use format::Damage;
+pub use error::{JournalError, RestoreError, RestoreFailure};
 pub use handle::{DurableHandle, Found, Recovery};
-pub use journal::{JournalError, SyncPolicy};
+pub use journal::SyncPolicy;
 pub use keyed::KeyedJob;
+pub use misfire_policy::{MisfirePolicy, OnMissed, Reschedule};
+pub use outcome::{Outcome, RestoreReport};
 pub use payload::Payload;
 
 /// The largest encoded value a [`DurableTimer`] journals: 16 MiB less a
@@ -87,9 +98,6 @@ pub const MAX_PAYLOAD: usize = format::MAX_PAYLOAD;
 /// assert_eq!(tickwheel::persist::MAX_KEY, 4096);
 /// ```
 pub const MAX_KEY: usize = format::MAX_KEY;
-pub use restore::{
-    MisfirePolicy, OnMissed, Outcome, Reschedule, RestoreError, RestoreFailure, RestoreReport,
-};
 
 /// Every pending job of a timer at one moment, in wall-clock time.
 ///

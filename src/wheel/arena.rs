@@ -11,91 +11,15 @@
 //! of expiring a timer at 10⁶ timers about threefold (see
 //! `docs/benchmarks.md`).
 //!
-//! The arena owns the node layout, links included: the lists (`list.rs`)
-//! thread through the nodes' [`Link`]s, but the arena knows nothing of lists.
-//!
-//! # Layout
-//!
-//! One vector of nodes; a node is an entry's list links followed by its
-//! state:
-//!
-//! | part    | type                                                     | bytes (`T = u64`) |
-//! |---------|----------------------------------------------------------|-------------------|
-//! | `link`  | `Link { prev: u32, next: u32 }`                          | 8                 |
-//! | `state` | `enum { Vacant { next_free: u32 }, Occupied(Entry<T>) }` | 24                |
-//!
-//! The entry's `stamp` is a `NonZeroU32`, whose zero value marks a vacant
-//! node (the niche), so a node's state is exactly as large as an entry:
-//! `16 + size_of::<T>()` rounded up to 8. The links sit outside the enum so
-//! that relinking a neighbour is a plain store: through the enum it would first
-//! have to load the neighbour's tag, and on a random cancel that load is a
-//! cache miss. They sit in the same node (not a parallel vector) so that a
-//! cancel's key check brings the links in with the stamp, one cache miss
-//! instead of two, and a cascade step reads one record, not two.
+//! The arena owns the node layout (`node.rs`), links included: the lists
+//! (`list.rs`) thread through the nodes' [`Link`]s, but the arena knows
+//! nothing of lists.
 
 use alloc::vec::Vec;
-use core::num::NonZeroU32;
 
-use crate::Tick;
-
-/// A pending timer (its list links are beside it, in its [`Node`]).
-#[derive(Debug)]
-pub(crate) struct Entry<T> {
-    /// The deadline as asked for at insert or last reset.
-    pub(crate) deadline: Tick,
-    /// Matched against a key's stamp (see `key.rs`).
-    pub(crate) stamp: NonZeroU32,
-    /// A prefetch hint: an entry about `LOOKAHEAD` places further down the
-    /// same list, as of when that entry was appended. Never trusted for
-    /// anything but warming the cache: after cancels it may name an entry
-    /// elsewhere, a vacant node, or nothing ([`NO_HINT`]). Once the timer
-    /// is reset it holds the reset's sequence number instead (see
-    /// [`Entry::seq`]).
-    pub(crate) ahead: u32,
-    pub(crate) value: T,
-}
-
-/// Set in [`Entry::ahead`] when it holds the sequence number of the
-/// timer's last reset rather than a prefetch hint.
-const RESET_SEQ: u32 = 1 << 31;
-
-/// [`Entry::ahead`] naming no entry: above every index (indices stay below
-/// `Wheel::MAX_TIMERS`), without the [`RESET_SEQ`] bit.
-pub(crate) const NO_HINT: u32 = !RESET_SEQ;
-
-/// Sequence numbers, and so the order of timers with equal deadlines, are
-/// the low 31 bits of the wheel's stamp counter, which every insert and
-/// reset advances.
-pub(crate) const SEQ_MASK: u32 = !RESET_SEQ;
-
-/// `true` if sequence number `a` was taken before `b` (within 2³⁰).
-#[inline]
-pub(crate) fn seq_before(a: u32, b: u32) -> bool {
-    let ahead = b.wrapping_sub(a) & SEQ_MASK;
-    ahead != 0 && ahead < 1 << 30
-}
-
-impl<T> Entry<T> {
-    /// When the timer was inserted or last reset: its stamp if it was never
-    /// reset, else the sequence number its last reset stored in `ahead`.
-    /// The order of timers with equal deadlines (first in, first out), as a
-    /// 31-bit counter value.
-    #[inline]
-    pub(crate) fn seq(&self) -> u32 {
-        if self.ahead & RESET_SEQ != 0 {
-            self.ahead & SEQ_MASK
-        } else {
-            self.stamp.get() & SEQ_MASK
-        }
-    }
-
-    /// Records a reset taking stamp-counter value `seq`, giving up the
-    /// prefetch hint for good (a reset timer rarely sits in a long walk).
-    #[inline]
-    pub(crate) fn set_reset_seq(&mut self, seq: u32) {
-        self.ahead = RESET_SEQ | (seq & SEQ_MASK);
-    }
-}
+use super::entry::{Entry, RESET_SEQ};
+use super::node::{Link, Node, NodeState};
+use super::prefetch::prefetch_read;
 
 /// What [`Arena::iter`] returns.
 pub(crate) type Entries<'a, T> = core::iter::FilterMap<
@@ -109,33 +33,6 @@ pub(crate) type DrainEntries<'a, T> =
 
 /// End of the free list.
 const NO_NODE: u32 = u32::MAX;
-
-/// A node's list links: the indices of its neighbours in whichever list
-/// holds it. What the values name (entries or list sentinels) is the lists'
-/// business: see `list.rs`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Link {
-    pub(crate) prev: u32,
-    pub(crate) next: u32,
-}
-
-/// One element of the arena: an entry's list links, then its state (why,
-/// in the module docs).
-#[derive(Debug)]
-#[repr(C)]
-pub(crate) struct Node<T> {
-    /// The list neighbours; meaningless while the node is vacant.
-    link: Link,
-    state: NodeState<T>,
-}
-
-/// Whether a node holds an entry. A vacant node is on the free list, except
-/// between [`Arena::take_reserved`] and [`Arena::release`].
-#[derive(Debug)]
-pub(crate) enum NodeState<T> {
-    Vacant { next_free: u32 },
-    Occupied(Entry<T>),
-}
 
 /// The slab of entries.
 #[derive(Debug)]
@@ -432,30 +329,12 @@ impl<T> Arena<T> {
     }
 }
 
-/// Starts loading the cache line at `pointer`.
-#[inline(always)]
-#[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-fn prefetch_read<S>(pointer: *const S) {
-    #[cfg(target_arch = "x86")]
-    use core::arch::x86::{_mm_prefetch, _MM_HINT_T0};
-    #[cfg(target_arch = "x86_64")]
-    use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-    // SAFETY: `_mm_prefetch` is unsafe only because it is an SSE intrinsic,
-    // and SSE is part of every x86_64 target and of the i686 targets Rust
-    // ships. A prefetch never faults and has no effect on memory contents,
-    // whatever address it is given; `pointer` here is in bounds anyway.
-    unsafe { _mm_prefetch::<_MM_HINT_T0>(pointer.cast::<i8>()) }
-}
-
-/// Elsewhere a prefetch is only a hint, and stable Rust has no portable one.
-#[inline(always)]
-#[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
-fn prefetch_read<S>(_pointer: *const S) {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wheel::entry::NO_HINT;
     use alloc::vec::Vec;
+    use core::num::NonZeroU32;
 
     fn entry(value: u64) -> Entry<u64> {
         Entry {
@@ -464,18 +343,6 @@ mod tests {
             ahead: 0,
             value,
         }
-    }
-
-    #[test]
-    fn a_node_state_costs_no_more_than_its_entry() {
-        // The stamp's niche marks vacant nodes: no tag. Plus 8 bytes of links.
-        assert_eq!(core::mem::size_of::<Link>(), 8);
-        assert_eq!(core::mem::size_of::<Node<u64>>(), 32);
-        assert_eq!(core::mem::size_of::<Node<()>>(), 24);
-        assert_eq!(core::mem::size_of::<NodeState<u64>>(), 24);
-        assert_eq!(core::mem::size_of::<NodeState<()>>(), 16);
-        assert_eq!(core::mem::size_of::<NodeState<u32>>(), 24);
-        assert_eq!(core::mem::size_of::<NodeState<[u8; 16]>>(), 32);
     }
 
     #[test]

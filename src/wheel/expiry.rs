@@ -5,7 +5,7 @@
 use core::fmt;
 use core::iter::FusedIterator;
 
-use super::arena::seq_before;
+use super::entry::seq_before;
 use super::geometry::{next_occupied, overflow_sweep_at, slot_start};
 use super::list::ListId;
 use super::state::{Expired, Wheel};

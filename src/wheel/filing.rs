@@ -2,7 +2,7 @@
 //! slot, the overflow list, or the due and late lists; unlinking, including
 //! the batch of cancelled timers.
 
-use super::arena::{seq_before, SEQ_MASK};
+use super::entry::{seq_before, SEQ_MASK};
 use super::geometry::{place, Geometry, Place};
 use super::list::ListId;
 use super::state::Wheel;

@@ -26,7 +26,8 @@
 //! node, or nothing, which only wastes a prefetch. A list's trail starts
 //! over whenever the list is refilled from empty.
 
-use super::arena::{Arena, Link};
+use super::arena::Arena;
+use super::node::Link;
 
 /// First link value that names a sentinel; entries live below it.
 pub(crate) const SENTINEL_BASE: u32 = 0xFFFF_FC00;
@@ -268,7 +269,7 @@ impl<T> Nodes<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wheel::arena::Entry;
+    use crate::wheel::entry::Entry;
     use alloc::vec::Vec;
 
     fn nodes(lists: u32) -> Nodes<u32> {
@@ -279,7 +280,7 @@ mod tests {
         nodes.entries.insert(Entry {
             deadline: 0,
             stamp: core::num::NonZeroU32::MIN,
-            ahead: crate::wheel::arena::NO_HINT,
+            ahead: crate::wheel::entry::NO_HINT,
             value,
         })
     }
@@ -352,7 +353,7 @@ mod tests {
             let ahead = n.entries.entry(id).ahead;
             match ids.get(i + LOOKAHEAD as usize) {
                 Some(&want) => assert_eq!(ahead, want, "entry {i}"),
-                None => assert_eq!(ahead, crate::wheel::arena::NO_HINT, "entry {i}"),
+                None => assert_eq!(ahead, crate::wheel::entry::NO_HINT, "entry {i}"),
             }
         }
         // A stale trail (its entry gone) only restarts the hints.

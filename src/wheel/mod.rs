@@ -153,11 +153,14 @@
 //! effective deadline.
 
 mod arena;
+mod entry;
 mod expiry;
 mod filing;
 pub(crate) mod geometry;
 mod iter;
 pub(crate) mod list;
+mod node;
+mod prefetch;
 mod slack;
 mod state;
 mod timers;

@@ -6,7 +6,7 @@
 
 use core::fmt;
 
-use super::arena::NO_HINT;
+use super::entry::NO_HINT;
 use super::geometry::Geometry;
 use super::list::{ListId, Nodes};
 use crate::key::{Stamps, TimerKey};

@@ -1,7 +1,7 @@
 //! The key side of [`Wheel`]: adding, finding, moving and removing timers,
 //! and handing every timer back at once.
 
-use super::arena::{Entry, NO_HINT};
+use super::entry::{Entry, NO_HINT};
 use super::iter::{Drain, Iter};
 use super::state::{Wheel, CANCEL_BATCH};
 use crate::error::CapacityError;
