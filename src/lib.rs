@@ -68,6 +68,8 @@
 //!   timer's fires, cancels and lateness, the journal's, the Redis
 //!   queue's. Each names its timer, journal or queue; the list is in the
 //!   `metrics` module.
+//! - `admin`: the `tickwheel-admin` binary, an operator's tool for a Redis
+//!   queue or a journal (implies `redis`).
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -203,3 +203,105 @@ fn a_page_size_out_of_range_is_refused() {
     }
     assert!("nonsense".parse::<Cursor>().is_err());
 }
+
+/// `Queue::job` reads one record: waiting (with its due time as its
+/// place), in flight (the lease's end), dead (when it was dead-lettered),
+/// cancelled (payload gone, no place), and unknown.
+#[test]
+fn a_job_is_shown_in_each_state() {
+    use tickwheel::redis::JobState;
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server)
+        .max_attempts(1)
+        .lease(Duration::from_secs(60))
+        .connect()
+        .unwrap();
+    let due = at(4_000_000_000_000_000);
+    queue.schedule("later", due, b"close 1").unwrap();
+    let job = queue.job("later").unwrap().unwrap();
+    assert_eq!(
+        (job.id.as_str(), job.state, job.due, job.attempts, job.at),
+        ("later", JobState::Waiting, due, 0, Some(due))
+    );
+    assert_eq!(job.payload, b"close 1");
+
+    queue
+        .schedule_in("now", Duration::ZERO, b"close 2")
+        .unwrap();
+    let consumer = queue.consumer().unwrap();
+    let got = consumer.fetch(1, Duration::from_secs(5)).unwrap();
+    assert_eq!(got.len(), 1);
+    let held = queue.job("now").unwrap().unwrap();
+    assert_eq!(
+        (held.state, held.attempts, held.fence),
+        (JobState::InFlight, 1, 1)
+    );
+    let lease_end = held.at.unwrap();
+    assert!(lease_end > SystemTime::now() + Duration::from_secs(50));
+
+    consumer.nack(&got[0], Duration::ZERO).unwrap();
+    let dead = queue.job("now").unwrap().unwrap();
+    assert_eq!(dead.state, JobState::Dead);
+    assert!(dead.at.unwrap() <= SystemTime::now() + Duration::from_secs(1));
+    assert_eq!(dead.payload, b"close 2");
+
+    queue.cancel("later").unwrap();
+    let ended = queue.job("later").unwrap().unwrap();
+    assert_eq!((ended.state, ended.at), (JobState::Cancelled, None));
+    assert!(ended.payload.is_empty() && ended.state.is_ended());
+
+    assert_eq!(queue.job("never").unwrap(), None);
+    assert!(matches!(queue.job(""), Err(QueueError::InvalidId(_))));
+}
+
+/// `Queue::purge_dead` removes dead letters in bounded batches, oldest
+/// first, and ends each as a cancel would: gone from the listing, shown as
+/// cancelled, its id still known for the retention; live jobs untouched.
+#[test]
+fn purging_dead_letters_goes_in_bounded_batches() {
+    use tickwheel::redis::{JobState, Scheduled};
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).max_attempts(1).connect().unwrap();
+    let consumer = queue.consumer().unwrap();
+    for i in 0..25 {
+        queue
+            .schedule_in(&format!("d{i}"), Duration::ZERO, b"x")
+            .unwrap();
+    }
+    queue
+        .schedule_in("live", Duration::from_secs(900), b"y")
+        .unwrap();
+    let mut dead = 0;
+    while dead < 25 {
+        for job in consumer.fetch(25, Duration::from_secs(5)).unwrap() {
+            consumer.nack(&job, Duration::ZERO).unwrap();
+            dead += 1;
+        }
+    }
+    assert_eq!(queue.len().unwrap(), (1, 25));
+    assert!(matches!(queue.purge_dead(0), Err(QueueError::Argument(_))));
+    assert!(matches!(
+        queue.purge_dead(MAX_PAGE + 1),
+        Err(QueueError::Argument(_))
+    ));
+    assert_eq!(queue.purge_dead(10).unwrap(), 10);
+    assert_eq!(queue.len().unwrap(), (1, 15));
+    assert_eq!(queue.purge_dead(10).unwrap(), 10);
+    assert_eq!(queue.purge_dead(10).unwrap(), 5);
+    assert_eq!(queue.purge_dead(10).unwrap(), 0);
+    assert_eq!(queue.len().unwrap(), (1, 0));
+    assert!(queue.dead(100, None).unwrap().jobs.is_empty());
+    let purged = queue.job("d0").unwrap().unwrap();
+    assert_eq!(purged.state, JobState::Cancelled);
+    assert!(purged.payload.is_empty());
+    assert_eq!(
+        queue.schedule_in("d0", Duration::ZERO, b"again").unwrap(),
+        Scheduled::Exists
+    );
+    assert!(!queue.requeue("d0").unwrap());
+    assert_eq!(queue.job("live").unwrap().unwrap().state, JobState::Waiting);
+}

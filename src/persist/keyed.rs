@@ -8,7 +8,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 use core::time::Duration;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use super::durable::DurableTimer;
 use super::format::{Record, MAX_KEY, MAX_PAYLOAD};
@@ -174,6 +174,46 @@ where
             .is_some_and(|handle| self.reset(handle, delay))
     }
 
+    /// The pending job scheduled under `key`, or `None` if no pending job
+    /// has it. O(log n).
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("tickwheel-keyed-job-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Never, &Default::default(), |_| {})?;
+    /// jobs.schedule_keyed("order 19", std::time::Duration::from_secs(900), 19)?;
+    /// assert_eq!(jobs.keyed_job("order 19").unwrap().key, "order 19");
+    /// assert!(jobs.keyed_job("order 20").is_none());
+    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn keyed_job(&self, key: &str) -> Option<KeyedJob> {
+        let handle = self.keys.get(key)?;
+        let (now, wall) = self.timer.clock_now();
+        self.keyed_at(now, wall, Arc::from(key), handle)
+    }
+
+    /// `key`'s job with its due time by the wall clock (`wall` at `now`),
+    /// or `None` if it has fired.
+    fn keyed_at(
+        &self,
+        now: Instant,
+        wall: SystemTime,
+        key: Arc<str>,
+        handle: DurableHandle,
+    ) -> Option<KeyedJob> {
+        let deadline = self.timer.deadline(handle.handle)?;
+        let due = match deadline.checked_duration_since(now) {
+            Some(ahead) => wall.checked_add(ahead)?,
+            None => wall.checked_sub(now.duration_since(deadline))?,
+        };
+        Some(KeyedJob {
+            key: String::from(&*key),
+            due,
+            handle,
+        })
+    }
+
     /// Pending keyed jobs in key order (bytes): at most `limit`, after
     /// `after` (from the first if `None`). Pass the last key of a page to
     /// get the next; a page shorter than `limit` is the last. O(log n +
@@ -199,20 +239,9 @@ where
         let held = self
             .keys
             .page(after, limit, |held| self.timer.is_pending(held.handle));
+        // A job that fired since the page was read is not listed.
         held.into_iter()
-            .filter_map(|(key, handle)| {
-                // It may have fired since the page was read: then it is not listed.
-                let deadline = self.timer.deadline(handle.handle)?;
-                let due = match deadline.checked_duration_since(now) {
-                    Some(ahead) => wall.checked_add(ahead)?,
-                    None => wall.checked_sub(now.duration_since(deadline))?,
-                };
-                Some(KeyedJob {
-                    key: String::from(&*key),
-                    due,
-                    handle,
-                })
-            })
+            .filter_map(|(key, handle)| self.keyed_at(now, wall, key, handle))
             .collect()
     }
 }

@@ -8,6 +8,7 @@ use core::time::Duration;
 use std::time::SystemTime;
 
 use super::async_consumer::AsyncConsumer;
+use super::job_info::JobInfo;
 use super::link::Shared;
 use super::listing::{self, Cursor, Kind, Page};
 use super::ops::{self, When};
@@ -188,6 +189,40 @@ impl AsyncQueue {
     /// ```
     pub async fn requeue(&self, id: &str) -> Result<bool, QueueError> {
         ops::requeue(&self.shared, id)?.await
+    }
+
+    /// [`Queue::purge_dead`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::purge_dead`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// while q.purge_dead(1000).await? > 0 {}
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn purge_dead(&self, limit: usize) -> Result<usize, QueueError> {
+        ops::purge_dead(&self.shared, limit)?.await
+    }
+
+    /// [`Queue::job`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::job`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// if let Some(job) = q.job("order-17").await? {
+    ///     println!("{} is {}", job.id, job.state);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn job(&self, id: &str) -> Result<Option<JobInfo>, QueueError> {
+        ops::job(&self.shared, id)?.await
     }
 
     /// [`Queue::pending`], as a future.

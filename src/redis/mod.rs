@@ -100,6 +100,7 @@ mod consumer;
 mod counters;
 mod error;
 mod hints;
+mod job_info;
 #[cfg(feature = "serde")]
 mod json;
 mod keys;
@@ -121,6 +122,7 @@ pub use async_queue::AsyncQueue;
 pub use builder::QueueBuilder;
 pub use consumer::Consumer;
 pub use error::QueueError;
+pub use job_info::{JobInfo, JobState};
 pub use listing::{Cursor, Listed, Page};
 pub use outcome::{Acked, Cancelled, DeadLetter, Delivery, Nacked, Scheduled};
 pub use queue::Queue;

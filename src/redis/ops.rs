@@ -12,6 +12,7 @@ use std::time::SystemTime;
 use redis::{Cmd, Value};
 
 use super::counters::bump;
+use super::job_info::{JobInfo, JobState};
 use super::keys::Token;
 use super::link::{Ctx, Io, Shared};
 use super::lua::{lua, Lua};
@@ -29,6 +30,8 @@ lua!(EXTEND, "extend.lua", records);
 lua!(REQUEUE, "requeue.lua", records);
 lua!(RESCHEDULE, "reschedule.lua", records);
 lua!(DEAD, "dead.lua", records);
+lua!(JOB, "job.lua");
+lua!(PURGE, "purge.lua", records);
 
 /// When a job is due: at a wall-clock time, or after a delay from the
 /// server's now (microseconds either way).
@@ -318,6 +321,62 @@ pub(super) fn dead_letters(
                 })
                 .collect())
         });
+        let _ = reply.send(answer);
+    }))
+}
+
+pub(super) fn job(s: &Shared, id: &str) -> Result<Pending<Option<JobInfo>>, QueueError> {
+    check_id(id)?;
+    let id = id.to_string();
+    Ok(s.task(move |io, reply| async move {
+        let mut cmd = JOB.command(&io.ctx.keys.fixed);
+        cmd.arg(&id);
+        let answer = io.script(&JOB, &cmd).await.and_then(|v| read_job(id, v));
+        let _ = reply.send(answer);
+    }))
+}
+
+/// `job.lua`'s answer: nil, or state, attempts, fence, due, score, payload.
+fn read_job(id: String, reply: Value) -> Result<Option<JobInfo>, QueueError> {
+    let items = array(reply)?;
+    if items.is_empty() {
+        return Ok(None);
+    }
+    let [state, attempts, fence, due, at, payload] =
+        <[Value; 6]>::try_from(items).map_err(|items| unexpected(&Value::Array(items)))?;
+    let state = bytes(state)
+        .first()
+        .copied()
+        .and_then(JobState::of_byte)
+        .ok_or_else(|| QueueError::Server(String::from("a job record has an unknown state")))?;
+    Ok(Some(JobInfo {
+        id,
+        state,
+        due: time_of(int(&due).unwrap_or(0)),
+        attempts: int(&attempts).unwrap_or(0).try_into().unwrap_or(u32::MAX),
+        fence: int(&fence).unwrap_or(0).try_into().unwrap_or(0),
+        at: int(&at).map(time_of),
+        payload: bytes(payload),
+    }))
+}
+
+pub(super) fn purge_dead(s: &Shared, limit: usize) -> Result<Pending<usize>, QueueError> {
+    if limit == 0 || limit > MAX_PAGE {
+        return Err(QueueError::Argument(
+            "a purge removes from 1 to MAX_PAGE jobs",
+        ));
+    }
+    Ok(s.task(move |io, reply| async move {
+        let token = Token::new();
+        let keys = keys_with(&io.ctx, &[io.ctx.keys.of_token("ans", &token)]);
+        let answer = script_with_retry_flag(&io, &PURGE, |again| {
+            let mut cmd = PURGE.command(&keys);
+            cmd.arg(limit).arg(token.bytes()).arg(u8::from(again));
+            cmd.arg(io.ctx.options.answer_ttl_ms());
+            cmd
+        })
+        .await
+        .map(|v| int(&v).unwrap_or(0).max(0) as usize);
         let _ = reply.send(answer);
     }))
 }

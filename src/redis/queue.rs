@@ -10,6 +10,7 @@ use std::time::SystemTime;
 
 use super::async_queue::AsyncQueue;
 use super::consumer::Consumer;
+use super::job_info::JobInfo;
 use super::link::Shared;
 use super::listing::{self, Cursor, Kind, Page};
 use super::ops::{self, When};
@@ -246,6 +247,55 @@ impl Queue {
     /// ```
     pub fn requeue(&self, id: &str) -> Result<bool, QueueError> {
         ops::requeue(&self.shared, id)?.wait()
+    }
+
+    /// Removes up to `limit` dead letters (1 to [`MAX_PAGE`](super::MAX_PAGE)),
+    /// oldest first, and says how many went; 0 once there are none. Each
+    /// ends as a cancel would end it: its payload goes, its record stays
+    /// for the retention (so scheduling its id again says
+    /// [`Scheduled::Exists`] until then). A retry after a lost reply
+    /// answers what the first attempt did, and removes nothing more. Call
+    /// it again to go on: each call is one bounded script.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::Argument`] for a limit outside 1 to `MAX_PAGE`; Redis
+    /// unreachable for the retry window.
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// let mut purged = 0;
+    /// loop {
+    ///     let n = q.purge_dead(1000)?;
+    ///     if n == 0 { break }
+    ///     purged += n;
+    /// }
+    /// println!("{purged} dead letters purged");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn purge_dead(&self, limit: usize) -> Result<usize, QueueError> {
+        ops::purge_dead(&self.shared, limit)?.wait()
+    }
+
+    /// Job `id` as its record says (state, due time, attempts, payload),
+    /// or `None` if the id is unknown or was forgotten after the retention.
+    /// One `HGET` and at most one `ZSCORE`.
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::InvalidId`]; Redis unreachable for the retry window.
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// use tickwheel::redis::JobState;
+    /// q.schedule_in("order-17", std::time::Duration::from_secs(900), b"close 17")?;
+    /// let job = q.job("order-17")?.expect("just scheduled");
+    /// assert_eq!(job.state, JobState::Waiting);
+    /// assert_eq!(job.payload, b"close 17");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn job(&self, id: &str) -> Result<Option<JobInfo>, QueueError> {
+        ops::job(&self.shared, id)?.wait()
     }
 
     /// Waiting jobs due in `range`, earliest first: a page of at most

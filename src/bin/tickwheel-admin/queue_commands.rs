@@ -1,0 +1,195 @@
+//! The commands on a Redis queue. Every listing is one page of the
+//! library's paged calls (O(log n + page) in Redis), never a scan; bulk
+//! changes (`requeue --all`, `purge dead`) go a bounded batch per call.
+
+use std::time::{Instant, SystemTime};
+
+use serde_json::Value;
+use tickwheel::redis::{Cancelled, Cursor, JobInfo, Listed, Page, Queue, QueueError, MAX_PAGE};
+
+use crate::args::{Command, Listing, Purgeable};
+use crate::output::{escape, millis, preview, rfc3339, Out};
+use crate::watch;
+
+/// Runs `command` on `queue`.
+pub(crate) fn run(queue: &Queue, command: Command, out: &Out) -> Result<(), String> {
+    match command {
+        Command::Stats => stats(queue, out),
+        Command::Ls { what, limit, after } => ls(queue, what, usize::from(limit), after, out),
+        Command::Show { id } => show(queue, &id, out),
+        Command::Cancel { id } => cancel(queue, &id, out),
+        Command::Requeue { id: Some(id), .. } => requeue_one(queue, &id, out),
+        Command::Requeue { id: None, .. } => requeue_all(queue, out),
+        Command::Purge {
+            what: Purgeable::Dead,
+        } => purge_dead(queue, out),
+        Command::Watch { every, once, count } => {
+            watch::run(queue, every, if once { Some(1) } else { count }, out)
+        }
+    }
+}
+
+fn failed(err: QueueError) -> String {
+    err.to_string()
+}
+
+/// The earliest waiting job: the first job of the pending listing, read a
+/// page at a time past jobs in flight, at most a few pages.
+pub(crate) fn next_due(queue: &Queue) -> Result<Option<SystemTime>, QueueError> {
+    let mut after: Option<Cursor> = None;
+    for _ in 0..4 {
+        let page = queue.pending(.., 100, after.as_ref())?;
+        if let Some(job) = page.jobs.first() {
+            return Ok(Some(job.due));
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+fn stats(queue: &Queue, out: &Out) -> Result<(), String> {
+    let (live, dead) = queue.len().map_err(failed)?;
+    let next = next_due(queue).map_err(failed)?;
+    out.record(&[
+        ("type", "stats".into()),
+        ("live", live.into()),
+        ("dead", dead.into()),
+        ("next_due", next.map(rfc3339).into()),
+    ]);
+    Ok(())
+}
+
+fn job_fields(job: &Listed) -> Vec<(&'static str, Value)> {
+    vec![
+        ("type", "job".into()),
+        ("id", job.id.clone().into()),
+        ("due", rfc3339(job.due).into()),
+        ("at", rfc3339(job.at).into()),
+        ("attempts", job.attempts.into()),
+        ("size", job.payload.len().into()),
+        ("preview", preview(&job.payload).into()),
+    ]
+}
+
+fn ls(
+    queue: &Queue,
+    what: Listing,
+    limit: usize,
+    after: Option<String>,
+    out: &Out,
+) -> Result<(), String> {
+    let after: Option<Cursor> = after.map(|text| text.parse().map_err(failed)).transpose()?;
+    let after = after.as_ref();
+    let limit = limit.min(MAX_PAGE);
+    let started = Instant::now();
+    let page: Page = match what {
+        Listing::Pending => queue.pending(.., limit, after),
+        Listing::Due => queue.pending(..=SystemTime::now(), limit, after),
+        Listing::Inflight => queue.in_flight(limit, after),
+        Listing::Dead => queue.dead(limit, after),
+    }
+    .map_err(failed)?;
+    let elapsed = started.elapsed();
+    for job in &page.jobs {
+        out.record(&job_fields(job));
+    }
+    out.record(&[
+        ("type", "page".into()),
+        ("count", page.jobs.len().into()),
+        ("next", page.next.as_ref().map(ToString::to_string).into()),
+        ("elapsed_ms", millis(elapsed)),
+    ]);
+    Ok(())
+}
+
+fn show_fields(job: &JobInfo) -> Vec<(&'static str, Value)> {
+    vec![
+        ("type", "job".into()),
+        ("id", job.id.clone().into()),
+        ("state", job.state.to_string().into()),
+        ("due", rfc3339(job.due).into()),
+        ("at", job.at.map(rfc3339).into()),
+        ("attempts", job.attempts.into()),
+        ("fence", job.fence.into()),
+        ("size", job.payload.len().into()),
+        ("payload", escape(&job.payload).into()),
+    ]
+}
+
+fn show(queue: &Queue, id: &str, out: &Out) -> Result<(), String> {
+    match queue.job(id).map_err(failed)? {
+        Some(job) => {
+            out.record(&show_fields(&job));
+            Ok(())
+        }
+        None => Err(format!(
+            "no job {id:?} (never scheduled, or ended and forgotten after the retention)"
+        )),
+    }
+}
+
+fn cancel(queue: &Queue, id: &str, out: &Out) -> Result<(), String> {
+    let (outcome, payload) = match queue.cancel(id).map_err(failed)? {
+        Cancelled::Cancelled(payload) => ("cancelled", Some(escape(&payload))),
+        Cancelled::InFlight => ("in flight", None),
+        Cancelled::Delivered => ("delivered", None),
+        Cancelled::Ended => ("ended", None),
+        Cancelled::Unknown => ("unknown", None),
+        _ => ("not cancelled", None),
+    };
+    out.record(&[
+        ("type", "cancel".into()),
+        ("id", id.into()),
+        ("outcome", outcome.into()),
+        ("payload", payload.into()),
+    ]);
+    Ok(())
+}
+
+fn requeue_one(queue: &Queue, id: &str, out: &Out) -> Result<(), String> {
+    let requeued = queue.requeue(id).map_err(failed)?;
+    out.record(&[
+        ("type", "requeue".into()),
+        ("id", id.into()),
+        ("requeued", requeued.into()),
+    ]);
+    Ok(())
+}
+
+/// Every dead letter, a page at a time from a cursor: a requeued job
+/// leaves the dead set, and the cursor names a place, so none is missed
+/// and none is read twice.
+fn requeue_all(queue: &Queue, out: &Out) -> Result<(), String> {
+    let mut after: Option<Cursor> = None;
+    let mut requeued = 0u64;
+    loop {
+        let page = queue.dead(MAX_PAGE, after.as_ref()).map_err(failed)?;
+        for job in &page.jobs {
+            if queue.requeue(&job.id).map_err(failed)? {
+                requeued += 1;
+            }
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    out.record(&[("type", "requeue".into()), ("requeued", requeued.into())]);
+    Ok(())
+}
+
+fn purge_dead(queue: &Queue, out: &Out) -> Result<(), String> {
+    let mut purged = 0u64;
+    loop {
+        let n = queue.purge_dead(MAX_PAGE).map_err(failed)?;
+        if n == 0 {
+            break;
+        }
+        purged += n as u64;
+    }
+    out.record(&[("type", "purge".into()), ("purged", purged.into())]);
+    Ok(())
+}
