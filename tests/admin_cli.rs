@@ -449,3 +449,63 @@ fn pages_of_a_million_jobs_stay_fast_everywhere() {
     let seen: HashSet<String> = start.into_iter().chain(middle).chain(end).collect();
     assert_eq!(seen.len(), 250);
 }
+
+/// The tool run without `--json`: its stdout, after a successful exit.
+fn plain(target: &[&str], args: &[&str]) -> String {
+    let output = Command::new(BIN).args(target).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{args:?}: {stderr}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The plain text a person reads says the same as the JSON: ids, due
+/// times in RFC 3339, escaped payloads, the cursor to the next page.
+#[test]
+fn plain_output_names_what_the_json_says() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).connect().unwrap();
+    queue
+        .schedule_many_at(&[
+            ("order-1", at(BASE), &b"close\n\xff"[..]),
+            ("order-2", at(BASE + 1_000_000), &b"refund"[..]),
+            ("order-3", at(BASE + 2_000_000), &b""[..]),
+        ])
+        .unwrap();
+    let target = queue_args(&server);
+    let target = strs(&target);
+    assert_eq!(
+        plain(&target, &["stats"]),
+        "live=3  dead=0  next_due=2096-10-02T07:06:40.000000Z\n"
+    );
+    let page = plain(&target, &["ls", "pending", "--limit", "2"]);
+    let lines: Vec<&str> = page.lines().collect();
+    assert_eq!(lines.len(), 3, "{page}");
+    assert_eq!(
+        lines[0],
+        "id=order-1  due=2096-10-02T07:06:40.000000Z  at=2096-10-02T07:06:40.000000Z  \
+         attempts=0  size=7  preview=close\\n\\xff"
+    );
+    assert!(
+        lines[1].starts_with("id=order-2  due=2096-10-02T07:06:41.000000Z  "),
+        "{page}"
+    );
+    let next = lines[2]
+        .split("  ")
+        .find_map(|field| field.strip_prefix("next="))
+        .unwrap_or_else(|| panic!("no cursor: {page}"));
+    assert!(lines[2].starts_with("count=2  "), "{page}");
+    // The cursor printed for a person takes the reader to the last job.
+    let rest = plain(&target, &["ls", "pending", "--limit", "2", "--after", next]);
+    assert!(
+        rest.starts_with("id=order-3  due=2096-10-02T07:06:42.000000Z  "),
+        "{rest}"
+    );
+    assert!(!rest.contains("next="), "{rest}");
+    assert_eq!(
+        plain(&target, &["show", "order-1"]),
+        "id=order-1  state=waiting  due=2096-10-02T07:06:40.000000Z  \
+         at=2096-10-02T07:06:40.000000Z  attempts=0  fence=0  size=7  payload=close\\n\\xff\n"
+    );
+}

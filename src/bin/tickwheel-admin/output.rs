@@ -16,7 +16,8 @@ pub(crate) struct Out {
 }
 
 impl Out {
-    /// Prints one record: a JSON line, or `key: value` text on one line.
+    /// Prints one record: a JSON line, or `key=value` text on one line,
+    /// where a field with no value (a last page's cursor) is left out.
     pub(crate) fn record(&self, fields: &[(&str, Value)]) {
         let line = if self.json {
             let map: Map<String, Value> = fields
@@ -27,7 +28,7 @@ impl Out {
         } else {
             fields
                 .iter()
-                .filter(|(k, _)| *k != "type")
+                .filter(|(k, v)| *k != "type" && !v.is_null())
                 .map(|(k, v)| match v {
                     Value::String(s) => format!("{k}={s}"),
                     other => format!("{k}={other}"),
