@@ -64,6 +64,7 @@ mod payload;
 mod published;
 mod replay;
 mod restore;
+mod upkeep;
 
 use alloc::vec::Vec;
 use core::time::Duration;
