@@ -64,7 +64,8 @@ fn an_answered_schedule_is_already_on_the_replica() {
         return;
     };
     let queue = builder(&master)
-        .replicas(1, Duration::from_secs(1))
+        .replicas(1, Duration::from_secs(3))
+        .retry(Duration::from_secs(10), Duration::from_secs(5))
         .connect()
         .unwrap();
     for i in 0..200 {
@@ -89,10 +90,17 @@ fn a_schedule_the_replica_did_not_confirm_says_so() {
     let Some((master, _proxy, replica)) = master_and_replica() else {
         return;
     };
-    let queue = builder(&master).replicas(1, 300 * MS).connect().unwrap();
-    queue
+    // The first write waits as long as a busy machine may need: only the
+    // frozen replica's timeout is under test.
+    let patient = builder(&master)
+        .replicas(1, Duration::from_secs(3))
+        .retry(Duration::from_secs(10), Duration::from_secs(5))
+        .connect()
+        .unwrap();
+    patient
         .schedule_in("before", Duration::from_secs(3600), b"x")
         .unwrap();
+    let queue = builder(&master).replicas(1, 300 * MS).connect().unwrap();
     replica.stop_signal();
     let started = Instant::now();
     let err = queue
@@ -132,7 +140,8 @@ fn failover(replicas: u32) -> Option<(usize, usize)> {
     let (mut master, proxy, replica) = master_and_replica()?;
     let mut b = builder(&master).retry(200 * MS, Duration::from_secs(3));
     if replicas > 0 {
-        b = b.replicas(replicas, 100 * MS);
+        // Long enough that a busy machine's replica confirms in time.
+        b = b.replicas(replicas, Duration::from_secs(1));
     }
     let queue = b.connect().unwrap();
     let answered = Arc::new(Mutex::new(Vec::new()));
@@ -157,7 +166,13 @@ fn failover(replicas: u32) -> Option<(usize, usize)> {
             })
         })
         .collect();
-    std::thread::sleep(300 * MS);
+    // Cut the stream once schedules are answering, however busy the
+    // machine is.
+    let give_up = Instant::now() + Duration::from_secs(20);
+    while answered.lock().unwrap().len() <= 20 && Instant::now() < give_up {
+        std::thread::sleep(20 * MS);
+    }
+    std::thread::sleep(100 * MS);
     proxy.cut_replies();
     std::thread::sleep(300 * MS);
     master.kill9();
