@@ -42,7 +42,7 @@ for i = 1, n do
     -- out where they lie (see common.lua), cheaper than unpacking them.
     local s = byte(rec, 1)
     if s == 119 or s == 120 then -- 'w', 'x'
-      if now == nil then now = clock(); now_text = num(now) end
+      if now == nil then now, now_text = clock() end
       local member = sub(rec, 18, 25) .. id
       if s == 119 then nm = nm + 1; members[nm] = member else push(dead, member) end
       body = sub(rec, HEADER_LEN + 1)

@@ -12,14 +12,13 @@
 -- Returns {now, next or -1, dead-lettered, discarded, spread,
 --          acks answered, answer, ..., id, payload, attempt, fence, due,
 --          id, ...}.
-local max = tonumber(ARGV[1])
-local lease = tonumber(ARGV[2])
-local max_attempts = tonumber(ARGV[3])
-local threshold = tonumber(ARGV[4])
+-- Numbers are read where they are used (a `tonumber` is a strtod) and
+-- passed to commands as the text they came as (a number is a printf).
 local on_missed = ARGV[5]
-local window = tonumber(ARGV[6])
+local threshold = on_missed ~= 'fire' and tonumber(ARGV[4])
 local token = ARGV[7]
-local now = clock()
+local now, now_text = clock()
+batch.now_text = now_text
 local dead, discarded, spread = 0, 0, 0
 local acked = {}
 
@@ -63,7 +62,7 @@ local function spread_out(member)
   local plan = redis.call('HMGET', KEYS[6], 'start', 'window', 'total', 'done')
   local start, width, total, done = tonumber(plan[1]), tonumber(plan[2]), tonumber(plan[3]), tonumber(plan[4])
   if not start or done >= total then
-    start, width, done = now, window, 0
+    start, width, done = now, tonumber(ARGV[6]), 0
     total = redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. num(now - threshold))
     if total < 1 then total = 1 end
   end
@@ -76,10 +75,18 @@ local function spread_out(member)
 end
 
 -- Only what is due is read: the head of a long queue costs nothing.
-local first = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, max)
-local n = #first / 2
+-- Scores only where the misfire policy reads them (not under 'fire').
+local first, stride
+if threshold then
+  first = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_text, 'WITHSCORES', 'LIMIT', '0', ARGV[1])
+  stride = 2
+else
+  first = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_text, 'LIMIT', '0', ARGV[1])
+  stride = 1
+end
+local n = #first / stride
 local ids = {}
-for i = 1, n do ids[i] = string.sub(first[2 * i - 1], 9) end
+for i = 1, n do ids[i] = string.sub(first[stride * i - stride + 1], 9) end
 -- One read for the jobs to claim and the jobs to ack. The acks go first,
 -- so a job acked here is not claimed again.
 local acks = (#ARGV - 9) / 3
@@ -93,7 +100,7 @@ end
 acked = ack_jobs(10, now)
 local reply = reply_head(-1)
 local delivered = {}
-local until_lease = now + lease
+local until_lease = now + tonumber(ARGV[2])
 -- As text once: a Lua number passed to a command is printf'd each time.
 local until_text = num(until_lease)
 -- A job this call delivered on the fast path (below).
@@ -108,22 +115,27 @@ local function deliver(id, member, body, attempt, fence, due)
   push(delivered, id, fence)
 end
 
+local byte, sub, pack, unpack_at = string.byte, string.sub, struct.pack, struct.unpack
 for i = 1, n do
-  local member, id, score = first[2 * i - 1], ids[i], tonumber(first[2 * i])
+  local member, id = first[stride * i - stride + 1], ids[i]
+  local score = threshold and tonumber(first[2 * i])
   local r = batch.recs[id]
   if r == nil and raw[i] then
     -- The common case, without building a record table: a waiting job
     -- that is on time (or whose misfire policy is to fire) is delivered,
     -- its header rewritten in front of the same payload.
+    -- The header's fields are read and rewritten where they lie (see
+    -- common.lua): state 1, fence and attempt 2-9, due 10-17, seq 18-25.
     local rec = raw[i]
-    local s, fence, attempt, due, seq, made = struct.unpack(HEADER, rec)
-    if s == 'w' and seq == string.sub(member, 1, 8)
-        and (on_missed == 'fire' or now - score <= threshold) then
-      local body = string.sub(rec, HEADER_LEN + 1)
+    if byte(rec, 1) == 119 and sub(rec, 18, 25) == sub(member, 1, 8)
+        and (not threshold or now - score <= threshold) then
+      local fence, attempt, due = unpack_at('>I4I4d', rec, 2)
+      fence, attempt = fence + 1, attempt + 1
+      local body = sub(rec, HEADER_LEN + 1)
       push(batch.hset_list, id,
-        struct.pack(HEADER, 'l', fence + 1, attempt + 1, due, seq, made, token) .. body)
+        'l' .. pack('>I4I4', fence, attempt) .. sub(rec, 10, 33) .. token .. body)
       batch.recs[id] = DELIVERED
-      deliver(id, member, body, attempt + 1, fence + 1, due)
+      deliver(id, member, body, attempt, fence, due)
     else
       r = parse(rec)
       batch.recs[id] = r
@@ -138,13 +150,13 @@ for i = 1, n do
   elseif not (r and (r.s == 'w' or r.s == 'l') and (r.seq .. id) == member) then
     -- A member left behind by nothing we know: drop it.
     push(batch.zrem, member)
-  elseif r.s == 'l' and r.attempt >= max_attempts then
+  elseif r.s == 'l' and r.attempt >= tonumber(ARGV[3]) then
     r.s, r.last = 'x', token
     put(id, r)
     push(batch.zrem, member)
     push(batch.dead_add, now, member)
     dead = dead + 1
-  elseif r.s == 'w' and now - score > threshold and on_missed ~= 'fire' then
+  elseif r.s == 'w' and threshold and now - score > threshold then
     if on_missed == 'dead' then
       r.s, r.last = 'x', token
       put(id, r)

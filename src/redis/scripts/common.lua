@@ -45,9 +45,12 @@ local function num(x)
 end
 local HEADER_LEN = 41
 
+-- The server's clock in microseconds, as a number and as text: the text
+-- is TIME's digits joined, since a Lua number made text costs a printf.
 local function clock()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local text = t[1] .. string.sub('000000', #t[2] + 1) .. t[2]
+  return tonumber(text), text
 end
 
 local function push(list, a, b)
@@ -57,7 +60,7 @@ end
 
 -- The earliest score in `due` before this script's changes, or nil.
 local function head()
-  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local first = redis.call('ZRANGE', KEYS[1], '0', '0', 'WITHSCORES')
   if first[2] then return tonumber(first[2]) end
   return nil
 end

@@ -91,7 +91,7 @@ local function ack_jobs(from, now)
     if not r or r.fence ~= fence then
       out[i] = -1
     elseif r.s == 'l' then
-      now = now or clock()
+      if now == nil then now, batch.now_text = clock() end
       push(batch.zrem, r.seq .. id)
       finish(id, r, 'a', token, now)
       out[i] = 1
