@@ -29,24 +29,29 @@ fn client(address: core::net::SocketAddr, packets: usize) -> std::thread::JoinHa
 
 /// Reads `socket` with `Timer::timeout` around each read until the client
 /// goes quiet, then checks that every packet was read and that the cut
-/// came `IDLE` after the last one (at 60 ms), not before. A macro because
+/// came no sooner than `IDLE` after the last read. A macro because
 /// each runtime's `read` comes from its own extension trait.
 macro_rules! serve_until_idle {
     ($timer:expr, $socket:expr) => {{
-        let started = Instant::now();
+        let mut last_read = Instant::now();
         let mut buffer = [0; 64];
         let mut received = 0;
         let outcome = loop {
             match $timer.timeout(IDLE, $socket.read(&mut buffer)).await {
                 Ok(Ok(0)) => break "closed",
-                Ok(Ok(n)) => received += n,
+                Ok(Ok(n)) => {
+                    received += n;
+                    last_read = Instant::now();
+                }
                 Ok(Err(error)) => panic!("{error}"),
                 Err(Elapsed) => break "idle",
             }
         };
         assert_eq!(outcome, "idle");
         assert_eq!(received, 4 * 4, "every packet read before the timeout");
-        assert!(started.elapsed() >= Duration::from_millis(140));
+        // Timed from the last read, not from the accept: on a loaded
+        // machine the accept may return after the first packets came.
+        assert!(last_read.elapsed() >= IDLE, "cut before the idle timeout");
     }};
 }
 
