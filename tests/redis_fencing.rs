@@ -389,3 +389,55 @@ fn ack_and_fetch_acks_with_the_next_claim() {
         Err(QueueError::WrongQueue)
     ));
 }
+
+/// An ack that rides in a claim which also finds that job's lease run out
+/// acks it and does not deliver it again; the same delivery acked twice
+/// in one call answers `Acked` twice and counts once; and a stale
+/// delivery's ack in that call changes nothing.
+#[test]
+fn an_ack_in_a_claim_wins_over_its_own_expired_lease() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).lease(100 * MS).connect().unwrap();
+    queue.schedule_in("late", MS, b"body").unwrap();
+    queue.schedule_in("twice", MS, b"").unwrap();
+    let consumer = queue.consumer().unwrap();
+    let mut jobs = consumer.fetch(2, Duration::from_secs(5)).unwrap();
+    jobs.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(jobs.len(), 2);
+    // Both leases run out: both jobs are due again.
+    std::thread::sleep(250 * MS);
+    let (acked, next) = consumer
+        .ack_and_fetch(
+            &[jobs[0].clone(), jobs[1].clone(), jobs[1].clone()],
+            5,
+            300 * MS,
+        )
+        .unwrap();
+    assert_eq!(acked, [Acked::Acked, Acked::Acked, Acked::Acked]);
+    assert!(next.is_empty(), "an acked job came again: {next:?}");
+    assert_eq!(queue.len().unwrap(), (0, 0));
+    let m = queue.metrics();
+    assert_eq!((m.acked, m.delivered), (2, 2), "{m:?}");
+    assert_eq!(queue.cancel("late").unwrap(), Cancelled::Delivered);
+    // Acked again: the same answer, counted once.
+    assert_eq!(consumer.ack(&jobs[0]).unwrap(), Acked::Acked);
+    assert_eq!(queue.metrics().acked, 2);
+    // A stale delivery's ack riding in a claim changes nothing.
+    queue.schedule_in("next", MS, b"").unwrap();
+    let held = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    std::thread::sleep(250 * MS);
+    let other = queue.consumer().unwrap();
+    let again = other.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    assert_eq!((again.id.as_str(), again.attempt), ("next", 2));
+    queue.schedule_in("more", MS, b"").unwrap();
+    std::thread::sleep(20 * MS);
+    let (stale, more) = consumer
+        .ack_and_fetch(&[held], 5, Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(stale, [Acked::LeaseLost]);
+    assert_eq!(more.len(), 1);
+    assert_eq!(more[0].id, "more");
+    assert_eq!(other.ack(&again).unwrap(), Acked::Acked);
+}

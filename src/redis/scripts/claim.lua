@@ -95,7 +95,7 @@ local raw = {}
 if #ids > 0 then raw = redis.call('HMGET', KEYS[2], unpack(ids)) end
 for k = 1, acks do
   local id = ids[n + k]
-  if batch.recs[id] == nil then batch.recs[id] = raw[n + k] and parse(raw[n + k]) or false end
+  if batch.recs[id] == nil then batch.raw[id] = raw[n + k] or false end
 end
 acked = ack_jobs(10, now)
 local reply = reply_head(-1)
