@@ -30,6 +30,7 @@ pub(super) struct ScheduleJob {
     token: Token,
     when: When,
     payload: Vec<u8>,
+    priority: u8,
 }
 
 impl Batched for ScheduleJob {
@@ -46,12 +47,18 @@ impl Batched for ScheduleJob {
 
     fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
         let mut cmd = SCHEDULE.command(&ctx.keys.fixed);
-        cmd.arg(&ctx.keys.channel);
+        // Priorities cost an argument a job only in calls that have one.
+        let ranked = jobs.iter().any(|job| job.priority != 0);
+        cmd.arg(&ctx.keys.channel)
+            .arg(if ranked { "1" } else { "0" });
         for job in jobs {
             cmd.arg(&job.id)
                 .arg(job.token.bytes())
                 .arg(job.when.schedule_arg())
                 .arg(&job.payload);
+            if ranked {
+                cmd.arg(&[u8::MAX - job.priority][..]);
+            }
         }
         cmd
     }
@@ -102,28 +109,30 @@ pub(super) fn schedule(
     when: When,
     payload: &[u8],
 ) -> Result<Pending<Scheduled>, QueueError> {
-    let mut one = schedule_many(s, &[(id, when, payload)])?;
+    let mut one = schedule_many(s, &[(id, when, payload, 0)])?;
     Ok(one.remove(0))
 }
 
 /// Checks every job first, so bad input in any refuses the whole batch
 /// before anything is sent; the rest travel to the I/O thread together.
+/// Each job is (id, when, payload, priority).
 pub(super) fn schedule_many(
     s: &Shared,
-    jobs: &[(&str, When, &[u8])],
+    jobs: &[(&str, When, &[u8], u8)],
 ) -> Result<Vec<Pending<Scheduled>>, QueueError> {
-    for &(id, _, payload) in jobs {
+    for &(id, _, payload, _) in jobs {
         check_id(id)?;
         check_payload(payload)?;
     }
     let (calls, pending) = jobs
         .iter()
-        .map(|&(id, when, payload)| {
+        .map(|&(id, when, payload, priority)| {
             let job = ScheduleJob {
                 id: id.to_string(),
                 token: Token::new(),
                 when,
                 payload: payload.to_vec(),
+                priority,
             };
             let (reply, rx) = oneshot::channel();
             (Call { job, reply }, Pending::new(rx))

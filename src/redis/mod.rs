@@ -109,6 +109,7 @@ mod lanes;
 mod link;
 mod listing;
 mod lua;
+mod new_job;
 mod ops;
 mod options;
 mod outcome;
@@ -124,6 +125,7 @@ pub use consumer::Consumer;
 pub use error::QueueError;
 pub use job_info::{JobInfo, JobState};
 pub use listing::{Cursor, Listed, Page};
+pub use new_job::NewJob;
 pub use outcome::{Acked, Cancelled, DeadLetter, Delivery, Nacked, Scheduled};
 pub use queue::Queue;
 

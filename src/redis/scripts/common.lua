@@ -4,8 +4,8 @@
 -- 1 due: ZSET member -> when something must next happen to the job, in
 --   microseconds of the server's clock: its due time while it waits, its
 --   lease deadline while a consumer holds it. A member is the job's
---   sequence number (8 bytes, big-endian) then its id, so equal scores
---   come out first in, first out.
+--   sequence number (8 bytes) then its id, so equal scores come out by
+--   priority, then first in, first out.
 -- 2 jobs: HASH id -> the job's record (below), live or ended.
 -- 3 dead: ZSET member -> when the job was dead-lettered.
 -- 4 ends: LIST of pairs (when the job ended, in microseconds as text; its
@@ -25,7 +25,9 @@
 --           (requeue included), so a delivery is known by (id, fence)
 --   attempt 4 bytes: deliveries since it was scheduled or requeued
 --   due     8 bytes, a double: when it was due, whole microseconds
---   seq     8 bytes, big-endian: the member is seq .. id
+--   seq     8 bytes: the rank (255 minus the priority; 0 for jobs made
+--           before priorities existed), then a 7-byte big-endian count;
+--           the member is seq .. id
 --   made    8 bytes: the request token of the schedule that created it
 --   last    8 bytes: the request token of the last call that changed it
 -- (`struct`, a C library every Redis has, packs and unpacks it in one

@@ -18,7 +18,8 @@ if r and r.s == 'w' then
     due = now + due
   end
   push(batch.zrem, r.seq .. id)
-  r.seq = struct.pack('>I8', redis.call('INCR', KEYS[5]))
+  -- A new place in line, at the same priority (the rank byte stays).
+  r.seq = string.sub(r.seq, 1, 1) .. struct.pack('>I7', redis.call('INCR', KEYS[5]))
   r.due, r.last = due, ARGV[4]
   put(id, r)
   push(batch.zadd, due, r.seq .. id)

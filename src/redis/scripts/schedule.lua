@@ -1,14 +1,19 @@
--- ARGV: wake channel, then per job: id, token (8 bytes), time, payload.
--- The time is the due time in microseconds of the server's clock, or, with
--- a leading '-', a delay from now. Returns now (0 if no job was relative),
+-- ARGV: wake channel, '1' if every job carries a priority, then per job:
+-- id, token (8 bytes), time, payload, and its rank if there are
+-- priorities (one byte: 255 minus the priority). The time is the due time
+-- in microseconds of the server's clock, or, with a leading '-', a delay
+-- from now. The rank is the first byte of the job's sequence number, so
+-- that among equal due times a higher priority comes first (the rest
+-- counts up: first in, first out within a priority); 255 without one. Returns now (0 if no job was relative),
 -- then a pair per job that this call did not just create: its index and
 -- either its due time (a number: the first attempt of this same call
 -- created it) or the state of the job that holds the id (text). Every
 -- other job was created, due at its time or now plus its delay.
 local channel = ARGV[1]
-local n = (#ARGV - 1) / 4
+local w = ARGV[2] == '1' and 5 or 4
+local n = (#ARGV - 2) / w
 local ids = {}
-for i = 1, n do ids[i] = ARGV[4 * i - 2] end
+for i = 1, n do ids[i] = ARGV[w * i - w + 3] end
 local got = redis.call('HMGET', KEYS[2], unpack(ids))
 local out, fresh, records, scores = { 0 }, {}, {}, {}
 -- Counted, not `#t`: Lua's length is a search, and this loop runs per job.
@@ -18,7 +23,7 @@ local delay, delay_due, delay_score
 local byte, pack = string.byte, struct.pack
 local W9 = 'w' .. string.rep('\0', 8)
 for i = 1, n do
-  local at = 4 * i - 2
+  local at = w * i - w + 3
   local id, rec = ids[i], got[i]
   if fresh[id] then
     out[no + 1], out[no + 2], no = i, 'w', no + 2
@@ -51,7 +56,7 @@ for i = 1, n do
     local token = ARGV[at + 1]
     fresh[id] = true
     nr = nr + 2
-    local dseq = pack('>dI8', due, base + i)
+    local dseq = pack('>dBI7', due, w == 5 and byte(ARGV[at + 4]) or 255, base + i)
     records[nr - 1], records[nr] = id, W9 .. dseq .. token .. token .. ARGV[at + 3]
     scores[nr - 1], scores[nr] = score, string.sub(dseq, 9) .. id
     if first == nil or due < first then first = due end
