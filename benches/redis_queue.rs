@@ -17,6 +17,7 @@
 //! cargo bench --bench redis_queue -- --no-bullmq # tickwheel and the poller only, for A/B runs
 //! cargo bench --bench redis_queue -- --only-schedule-cancel 5 # 5 rounds of schedule + cancel, both taking turns
 //! cargo bench --bench redis_queue -- --only-slow 3 # 3 rounds of the 1 000/s lateness run, both taking turns
+//! cargo bench --bench redis_queue -- --only-priority 3 # 3 rounds of schedules without and with priorities
 //! ```
 //!
 //! **Peers.** Every producer issues one job per call with 200 calls in
@@ -197,6 +198,10 @@ fn main() {
     }
     if let Some(rounds) = flag_value("--only-slow") {
         slow_rounds(&server, &rt, &sizes, rounds);
+        return;
+    }
+    if let Some(rounds) = flag_value("--only-priority") {
+        priority_rounds(&server, &rt, &sizes, rounds);
         return;
     }
     let bullmq = BullMq::prepare();
@@ -593,6 +598,37 @@ fn schedule_cancel_rounds(
             tw.3.redis / seed.3.redis,
             tw.3.process / seed.3.process
         );
+    }
+}
+
+/// What a priority costs a schedule: `sizes.jobs` jobs due at one instant,
+/// without and with priorities, taking turns for `rounds` rounds.
+fn priority_rounds(
+    server: &RedisServer,
+    rt: &tokio::runtime::Runtime,
+    sizes: &Sizes,
+    rounds: usize,
+) {
+    let n = sizes.jobs;
+    println!("\n### Schedule with and without priorities: {n} jobs due at one instant, {IN_FLIGHT} in flight, {rounds} rounds\n");
+    println!("| round | jobs | jobs/s | Redis / client CPU per job |");
+    println!("|---:|---|---:|---:|");
+    for round in 1..=rounds {
+        for ranked in [false, true] {
+            flush(server);
+            let u = rt.block_on(tickwheel::schedule_ranked(server, n, ranked));
+            println!(
+                "| {round} | {} | {:.0} | {:.2} / {:.2} µs |",
+                if ranked {
+                    "priorities 0-9"
+                } else {
+                    "no priority"
+                },
+                n as f64 / u.elapsed,
+                u.redis * 1e6 / n as f64,
+                u.process * 1e6 / n as f64
+            );
+        }
     }
 }
 

@@ -8,7 +8,9 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use core::time::Duration;
 use std::time::{Instant, SystemTime};
 
-use tickwheel::redis::{AsyncConsumer, AsyncQueue, Cancelled, Queue, QueueError, Scheduled};
+use tickwheel::redis::{
+    AsyncConsumer, AsyncQueue, Cancelled, NewJob, Queue, QueueError, Scheduled,
+};
 use tokio::task::JoinSet;
 
 use crate::common::{
@@ -80,6 +82,32 @@ pub(crate) async fn schedule_and_cancel(
     .await;
     let parallel = cancels as f64 / started.elapsed().as_secs_f64();
     (usage, one, parallel, blocking(|| before.usage(server)))
+}
+
+/// Schedules `n` jobs all due at one instant an hour ahead, `IN_FLIGHT`
+/// calls at a time, each with a priority (0 to 9) or none: what a
+/// priority costs a schedule.
+pub(crate) async fn schedule_ranked(server: &RedisServer, n: usize, ranked: bool) -> Usage {
+    let queue = connect(server).await;
+    let due = SystemTime::now() + Duration::from_secs(3600);
+    let before = blocking(|| Snapshot::take(server));
+    let q = queue.clone();
+    lanes(n, IN_FLIGHT, move |i| {
+        let q = q.clone();
+        async move {
+            let id = format!("j{i}");
+            let job = NewJob::at(&id, due, PAYLOAD);
+            let job = if ranked {
+                job.priority((i % 10) as u8)
+            } else {
+                job
+            };
+            let s = q.schedule_job(job).await;
+            assert!(matches!(s.expect("schedule"), Scheduled::Created { .. }));
+        }
+    })
+    .await;
+    blocking(|| before.usage(server))
 }
 
 /// `CONSUMERS` tasks sharing one consumer, each fetching up to `FETCH`
