@@ -18,6 +18,7 @@
 //! cargo bench --bench redis_queue -- --only-schedule-cancel 5 # 5 rounds of schedule + cancel, both taking turns
 //! cargo bench --bench redis_queue -- --only-slow 3 # 3 rounds of the 1 000/s lateness run, both taking turns
 //! cargo bench --bench redis_queue -- --only-priority 3 # 3 rounds of schedules without and with priorities
+//! cargo bench --bench redis_queue -- --only-round-trips 3 # 3 rounds of cheap calls one at a time through each client
 //! ```
 //!
 //! **Peers.** Every producer issues one job per call with 200 calls in
@@ -198,6 +199,10 @@ fn main() {
     }
     if let Some(rounds) = flag_value("--only-slow") {
         slow_rounds(&server, &rt, &sizes, rounds);
+        return;
+    }
+    if let Some(rounds) = flag_value("--only-round-trips") {
+        round_trip_rounds(&server, &rt, rounds);
         return;
     }
     if let Some(rounds) = flag_value("--only-priority") {
@@ -597,6 +602,24 @@ fn schedule_cancel_rounds(
             tw.2 / seed.2,
             tw.3.redis / seed.3.redis,
             tw.3.process / seed.3.process
+        );
+    }
+}
+
+/// Where one call's time goes: the same cheap calls one at a time through
+/// each client, taking turns for `rounds` rounds (µs per call).
+fn round_trip_rounds(server: &RedisServer, rt: &tokio::runtime::Runtime, rounds: usize) {
+    const CALLS: usize = 10_000;
+    println!("\n### One call at a time, {CALLS} calls each, {rounds} rounds (µs per call)\n");
+    println!("| round | poller `PING` | poller 2 × `ZCARD` | tickwheel `len()` (2 × `ZCARD`) | poller cancel, unknown id | tickwheel cancel, unknown id |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for round in 1..=rounds {
+        flush(server);
+        let (ping, zcards, p_cancel) = rt.block_on(poller::round_trips(server, CALLS));
+        flush(server);
+        let (len, t_cancel) = rt.block_on(tickwheel::round_trips(server, CALLS));
+        println!(
+            "| {round} | {ping:.1} | {zcards:.1} | {len:.1} | {p_cancel:.1} | {t_cancel:.1} |"
         );
     }
 }

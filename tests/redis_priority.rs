@@ -110,7 +110,7 @@ fn the_async_queue_schedules_priorities_too() {
         .unwrap();
     runtime.block_on(async {
         let q = queue.to_async();
-        q.schedule(&"none".to_owned(), instant, b"").await.unwrap();
+        q.schedule("none", instant, b"").await.unwrap();
         q.schedule_job(NewJob::at("one", instant, b"").priority(1))
             .await
             .unwrap();

@@ -59,6 +59,40 @@ pub(crate) async fn schedule_and_cancel(
     (usage, one, parallel, blocking(|| before.usage(server)))
 }
 
+/// One call at a time on the poller's multiplexed connection, `n` times
+/// each, in µs per call: `PING`, a pipeline of two `ZCARD`s (what
+/// tickwheel's `len()` sends), and a cancel of an id never scheduled.
+pub(crate) async fn round_trips(server: &RedisServer, n: usize) -> (f64, f64, f64) {
+    let mut conn = zset_poller::connect(&server.url()).await;
+    let started = Instant::now();
+    for _ in 0..n {
+        let _: String = redis::cmd("PING")
+            .query_async(&mut conn)
+            .await
+            .expect("ping");
+    }
+    let ping = started.elapsed().as_secs_f64() * 1e6 / n as f64;
+    let started = Instant::now();
+    for _ in 0..n {
+        let _: (u64, u64) = redis::pipe()
+            .zcard("a")
+            .zcard("b")
+            .query_async(&mut conn)
+            .await
+            .expect("zcard");
+    }
+    let zcards = started.elapsed().as_secs_f64() * 1e6 / n as f64;
+    let started = Instant::now();
+    for i in 0..n {
+        assert!(!zset_poller::cancel(&mut conn, &format!("none{i}")).await);
+    }
+    (
+        ping,
+        zcards,
+        started.elapsed().as_secs_f64() * 1e6 / n as f64,
+    )
+}
+
 /// The mover and `CONSUMERS` consumer tasks, each on its own `BRPOP`
 /// connection, until `stop`; a consumer records each job it takes.
 async fn consume(

@@ -84,6 +84,25 @@ pub(crate) async fn schedule_and_cancel(
     (usage, one, parallel, blocking(|| before.usage(server)))
 }
 
+/// One call at a time, `n` times each, in µs per call: `len()` (a
+/// pipeline of two `ZCARD`s, no script: the client's path alone), and a
+/// cancel of an id that was never scheduled (the cancel script with
+/// nothing to change).
+pub(crate) async fn round_trips(server: &RedisServer, n: usize) -> (f64, f64) {
+    let queue = connect(server).await;
+    let started = Instant::now();
+    for _ in 0..n {
+        queue.len().await.expect("len");
+    }
+    let len = started.elapsed().as_secs_f64() * 1e6 / n as f64;
+    let started = Instant::now();
+    for i in 0..n {
+        let c = queue.cancel(&format!("none{i}")).await.expect("cancel");
+        assert_eq!(c, Cancelled::Unknown);
+    }
+    (len, started.elapsed().as_secs_f64() * 1e6 / n as f64)
+}
+
 /// Schedules `n` jobs all due at one instant an hour ahead, `IN_FLIGHT`
 /// calls at a time, each with a priority (0 to 9) or none: what a
 /// priority costs a schedule.
