@@ -327,7 +327,8 @@ fn bad_arguments_are_usage_errors_and_failures_exit_one() {
 
 /// A journal a process holds is refused with the library's lock error,
 /// naming the path and the owner, and left as it was; once the owner has
-/// gone, the tool lists, shows and cancels by key.
+/// gone, the tool lists every pending job (keyed or not, in id order) and
+/// shows and cancels by key.
 #[test]
 fn a_held_journal_is_refused_and_a_free_one_is_served() {
     let dir = Scratch::new("admin");
@@ -343,6 +344,10 @@ fn a_held_journal_is_refused_and_a_free_one_is_served() {
         )
         .unwrap();
     }
+    // A job without a key lists too (it cannot be shown or cancelled by
+    // the tool: those go by key).
+    held.schedule(Duration::from_secs(950), b"remind".to_vec())
+        .unwrap();
     let before = std::fs::read(&path).unwrap();
     let target = ["--journal", path.to_str().unwrap()];
     let refused = run(&target, &["ls", "pending"]);
@@ -359,20 +364,39 @@ fn a_held_journal_is_refused_and_a_free_one_is_served() {
     drop(held);
 
     let (listed, _) = walk(&target, "pending", 2);
-    let keys: Vec<&str> = listed.iter().map(|j| j["key"].as_str().unwrap()).collect();
-    assert_eq!(keys, ["order 0", "order 1", "order 2"]);
+    let keys: Vec<Option<&str>> = listed.iter().map(|j| j["key"].as_str()).collect();
+    assert_eq!(
+        keys,
+        [Some("order 0"), Some("order 1"), Some("order 2"), None]
+    );
+    let ids: Vec<u64> = listed.iter().map(|j| j["id"].as_u64().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    assert_eq!(
+        run(&target, &["ls", "pending", "--after", "order 0"]).code,
+        1
+    );
     let shown = ok(&target, &["show", "order 0"]);
-    assert_eq!(shown.one("job")["due"], listed[0]["due"]);
+    assert_eq!(shown.one("job")["id"], listed[0]["id"]);
+    // `ls` reads the due time the journal recorded, `show` the timer's
+    // deadline for it: the same instant, each rounded to the microsecond.
+    let (shown_at, listed_at) = (
+        seconds_of_day(shown.one("job")["due"].as_str().unwrap()),
+        seconds_of_day(listed[0]["due"].as_str().unwrap()),
+    );
+    assert!(
+        (shown_at - listed_at).abs() < 0.001,
+        "{shown_at} against {listed_at}"
+    );
     assert_eq!(shown.one("job")["state"], "pending");
     let cancelled = ok(&target, &["cancel", "order 1"]);
     assert_eq!(
         cancelled.one("cancel"),
         &serde_json::json!({"type": "cancel", "key": "order 1", "outcome": "cancelled", "payload": "close\\x01"})
     );
-    assert_eq!(ok(&target, &["stats"]).one("stats")["pending"], 2);
+    assert_eq!(ok(&target, &["stats"]).one("stats")["pending"], 3);
     let (left, _) = walk(&target, "pending", 10);
-    let keys: Vec<&str> = left.iter().map(|j| j["key"].as_str().unwrap()).collect();
-    assert_eq!(keys, ["order 0", "order 2"]);
+    let keys: Vec<Option<&str>> = left.iter().map(|j| j["key"].as_str()).collect();
+    assert_eq!(keys, [Some("order 0"), Some("order 2"), None]);
     assert_eq!(run(&target, &["show", "order 1"]).code, 1);
 }
 
@@ -508,4 +532,14 @@ fn plain_output_names_what_the_json_says() {
         "id=order-1  state=waiting  due=2096-10-02T07:06:40.000000Z  \
          at=2096-10-02T07:06:40.000000Z  attempts=0  fence=0  size=7  payload=close\\n\\xff\n"
     );
+}
+
+/// Seconds since midnight of an RFC 3339 time the tool printed
+/// (`2026-11-26T13:34:05.661878Z`).
+fn seconds_of_day(rfc3339: &str) -> f64 {
+    let time = &rfc3339[rfc3339.find('T').expect("a date and a time") + 1..];
+    let mut parts = time.trim_end_matches('Z').split(':');
+    let mut field = || parts.next().expect("h:m:s").parse::<f64>().unwrap();
+    let (h, m, s) = (field(), field(), field());
+    h * 3600.0 + m * 60.0 + s
 }

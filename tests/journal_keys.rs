@@ -396,3 +396,65 @@ fn keyed_jobs_list_in_pages_across_a_restart() {
         want[1..]
     );
 }
+
+/// `journaled` pages through every pending job as the journal holds it,
+/// keyed or not, in schedule order: a cancelled job and one that ran are
+/// gone, due times are the ones asked for, and the same jobs list after a
+/// restart.
+#[test]
+fn every_journaled_job_lists_in_pages_keyed_or_not() {
+    let dir = Scratch::new("journaled-list");
+    let path = dir.path("j");
+    let hour = Duration::from_secs(3600);
+    let (timer, _, ran) = open(&path);
+    let scheduled_at = SystemTime::now();
+    let mut want = Vec::new();
+    for i in 0..120u64 {
+        let delay = hour + Duration::from_secs(i);
+        let handle = if i % 3 == 0 {
+            timer
+                .schedule_keyed(&format!("order {i:03}"), delay, i)
+                .unwrap()
+        } else {
+            timer.schedule(delay, i).unwrap()
+        };
+        want.push((handle, (i % 3 == 0).then(|| format!("order {i:03}")), i));
+    }
+    // Gone from the listing: a cancelled job, a keyed one cancelled by
+    // key, and one that ran.
+    let (handle, _, value) = want.remove(7);
+    assert_eq!(timer.cancel(handle), Some(value));
+    assert_eq!(timer.cancel_key("order 030"), Some(30));
+    want.retain(|(_, key, _)| key.as_deref() != Some("order 030"));
+    timer.schedule(Duration::from_millis(5), 999).unwrap();
+    wait_for(&ran, 999);
+    let walk = |timer: &DurableTimer<u64>| {
+        let mut all: Vec<tickwheel::persist::JournaledJob> = Vec::new();
+        loop {
+            let page = timer.journaled(all.last().map(|j| j.id), 25);
+            let last = page.len() < 25;
+            all.extend(page);
+            if last {
+                return all;
+            }
+        }
+    };
+    let check = |listed: &[tickwheel::persist::JournaledJob]| {
+        let got: Vec<(u64, Option<String>)> =
+            listed.iter().map(|j| (j.id, j.key.clone())).collect();
+        let expected: Vec<(u64, Option<String>)> = want
+            .iter()
+            .map(|(h, key, _)| (h.id(), key.clone()))
+            .collect();
+        assert_eq!(got, expected);
+        for (job, (_, _, i)) in listed.iter().zip(&want) {
+            let due = scheduled_at + hour + Duration::from_secs(*i);
+            let off = job.due.duration_since(due).unwrap_or_else(|e| e.duration());
+            assert!(off < Duration::from_secs(2), "#{} {off:?} off", job.id);
+        }
+    };
+    check(&walk(&timer));
+    drop(timer);
+    let (timer, _, _) = open(&path);
+    check(&walk(&timer));
+}

@@ -10,6 +10,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::ops::Bound;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use core::time::Duration;
 use std::fs::File;
@@ -17,7 +18,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use super::compaction::compact;
 use super::folded::Folded;
@@ -286,6 +287,23 @@ impl Log {
     /// The file's size in bytes.
     pub(super) fn len(&self) -> u64 {
         lock(&self.state).len
+    }
+
+    /// Up to `limit` pending jobs with ids above `after`, in id order:
+    /// (id, key, due), from the folded state.
+    pub(super) fn page(
+        &self,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Vec<(u64, Option<String>, SystemTime)> {
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        lock(&self.state)
+            .folded
+            .pending
+            .range((from, Bound::Unbounded))
+            .take(limit)
+            .map(|(&id, job)| (id, job.key.clone(), job.due))
+            .collect()
     }
 
     fn compact_locked(&self, journal: &mut Journal) -> io::Result<()> {

@@ -37,8 +37,8 @@ pub(crate) enum Command {
         /// Jobs per page (1 to 1000).
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
         limit: u16,
-        /// Where the page starts: the cursor (a journal: the key) the last
-        /// page printed as next.
+        /// Where the page starts: the cursor (a journal: the job id) the
+        /// last page printed as next.
         #[arg(long)]
         after: Option<String>,
     },
@@ -82,7 +82,8 @@ pub(crate) enum Command {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Listing {
-    /// Waiting jobs, earliest due first.
+    /// Waiting jobs, earliest due first (a journal: every pending job,
+    /// keyed or not, in id order).
     Pending,
     /// Waiting jobs whose due time has passed (by this machine's clock).
     Due,

@@ -73,21 +73,27 @@ pub(crate) fn run(path: &Path, command: Command, out: &Out) -> Result<(), String
             limit,
             after,
         } => {
+            let after = after
+                .map(|id| {
+                    id.parse::<u64>()
+                        .map_err(|_| format!("a journal's cursor is a job id, not {id:?}"))
+                })
+                .transpose()?;
             let journal = open(path)?;
             let started = Instant::now();
-            let jobs = journal.keyed(after.as_deref(), usize::from(limit));
+            let jobs = journal.journaled(after, usize::from(limit));
             let elapsed = started.elapsed();
             for job in &jobs {
                 out.record(&[
                     ("type", "job".into()),
                     ("key", job.key.clone().into()),
                     ("due", rfc3339(job.due).into()),
-                    ("id", job.handle.id().into()),
+                    ("id", job.id.into()),
                 ]);
             }
-            // A short page is the last (`DurableTimer::keyed`).
+            // A short page is the last (`DurableTimer::journaled`).
             let next = (jobs.len() == usize::from(limit))
-                .then(|| jobs.last().map(|job| job.key.clone()))
+                .then(|| jobs.last().map(|job| job.id.to_string()))
                 .flatten();
             out.record(&[
                 ("type", "page".into()),
