@@ -19,8 +19,9 @@
 //! - `due`, a sorted set: each live job's member scored by the time
 //!   something must next happen to it, in microseconds of the server's
 //!   clock: its due time while it waits, its lease deadline while a
-//!   consumer holds it. A member is a 16-hex-digit sequence number and the
-//!   id, so equal due times come out first in, first out.
+//!   consumer holds it. A member is an 8-byte sequence number (its first
+//!   byte the job's rank: 255 minus its priority) and the id, so equal due
+//!   times come out by priority, then first in, first out.
 //! - `jobs`, a hash: each id's record (state, fencing token, attempt, due
 //!   time, request tokens, payload), kept after the job ends for the
 //!   retention, so scheduling is idempotent by id and cancel can say how
@@ -63,7 +64,8 @@
 //!   [`Acked::LeaseLost`] (or its like) and changes nothing, and a
 //!   delivery acts only on its own queue ([`QueueError::WrongQueue`]).
 //! - **Never early**, by the server's clock (due times round up to the
-//!   microsecond); equal due times in order.
+//!   microsecond); equal due times by priority ([`NewJob::priority`]),
+//!   then in order; a priority never lets a job pass one due earlier.
 //! - **Answers that stay true.** A call that fails on the way is retried
 //!   with jittered backoff for the retry window (10 s by default), then
 //!   reported as [`QueueError::Unavailable`]. Every attempt carries the
