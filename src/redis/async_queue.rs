@@ -11,7 +11,6 @@ use super::async_consumer::AsyncConsumer;
 use super::job_info::JobInfo;
 use super::link::Shared;
 use super::listing::{self, Cursor, Kind, Page};
-use super::new_job::NewJob;
 use super::ops::{self, When};
 use super::outcome::{Cancelled, DeadLetter, Scheduled};
 use super::pending::Pending;
@@ -49,7 +48,7 @@ impl core::fmt::Debug for AsyncQueue {
     }
 }
 
-async fn all<A>(pending: Vec<Pending<A>>) -> Result<Vec<A>, QueueError> {
+pub(super) async fn all<A>(pending: Vec<Pending<A>>) -> Result<Vec<A>, QueueError> {
     let mut answers = Vec::with_capacity(pending.len());
     for p in pending {
         answers.push(p.await);
@@ -121,47 +120,6 @@ impl AsyncQueue {
         let jobs = jobs
             .iter()
             .map(|&(id, delay, payload)| Ok((id, When::after(delay)?, payload, 0)))
-            .collect::<Result<Vec<_>, QueueError>>()?;
-        all(ops::schedule_many(&self.shared, &jobs)?).await
-    }
-
-    /// [`Queue::schedule_job`], as a future.
-    ///
-    /// # Errors
-    ///
-    /// As [`Queue::schedule`].
-    ///
-    /// ```no_run
-    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
-    /// use tickwheel::redis::NewJob;
-    /// let due = std::time::SystemTime::now() + std::time::Duration::from_secs(900);
-    /// q.schedule_job(NewJob::at("refund-9", due, b"refund 9").priority(10)).await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn schedule_job(&self, job: NewJob<'_>) -> Result<Scheduled, QueueError> {
-        let mut one = self.schedule_jobs(&[job]).await?;
-        Ok(one.remove(0))
-    }
-
-    /// [`Queue::schedule_jobs`], as a future.
-    ///
-    /// # Errors
-    ///
-    /// As [`Queue::schedule_many`].
-    ///
-    /// ```no_run
-    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
-    /// use std::time::Duration;
-    /// use tickwheel::redis::NewJob;
-    /// q.schedule_jobs(&[NewJob::after("vip-2", Duration::from_secs(900), b"close 2").priority(5)]).await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn schedule_jobs(&self, jobs: &[NewJob<'_>]) -> Result<Vec<Scheduled>, QueueError> {
-        let jobs = jobs
-            .iter()
-            .map(NewJob::checked)
             .collect::<Result<Vec<_>, QueueError>>()?;
         all(ops::schedule_many(&self.shared, &jobs)?).await
     }

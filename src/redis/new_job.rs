@@ -1,11 +1,15 @@
 //! [`NewJob`]: a job to schedule with more than an id, a time and a
-//! payload: a priority among the jobs due at the same time.
+//! payload: a priority among the jobs due at the same time; and the
+//! queue calls that schedule it.
 
+use alloc::vec::Vec;
 use core::time::Duration;
 use std::time::SystemTime;
 
-use super::ops::When;
-use super::QueueError;
+use super::async_queue::all;
+use super::ops::{self, When};
+use super::queue::wait_all;
+use super::{AsyncQueue, Queue, QueueError, Scheduled};
 
 /// A job for [`Queue::schedule_job`](super::Queue::schedule_job) and
 /// [`schedule_jobs`](super::Queue::schedule_jobs): its id, when it is due
@@ -119,5 +123,96 @@ impl<'a> NewJob<'a> {
             Due::After(delay) => When::after(delay)?,
         };
         Ok((self.id, when, self.payload, self.priority))
+    }
+}
+
+impl Queue {
+    /// Schedules one [`NewJob`] (a job with a priority, say), as
+    /// [`schedule`](Self::schedule) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule`](Self::schedule).
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// use tickwheel::redis::NewJob;
+    /// let due = std::time::SystemTime::now() + std::time::Duration::from_secs(900);
+    /// q.schedule_job(NewJob::at("refund-9", due, b"refund 9").priority(10))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule_job(&self, job: NewJob<'_>) -> Result<Scheduled, QueueError> {
+        let mut one = self.schedule_jobs(&[job])?;
+        Ok(one.remove(0))
+    }
+
+    /// Schedules many [`NewJob`]s together, as
+    /// [`schedule_many`](Self::schedule_many) does; one answer per job, in
+    /// order.
+    ///
+    /// # Errors
+    ///
+    /// As [`schedule_many`](Self::schedule_many).
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// use std::time::Duration;
+    /// use tickwheel::redis::NewJob;
+    /// let jobs = [
+    ///     NewJob::after("order-1", Duration::from_secs(900), b"close 1"),
+    ///     NewJob::after("vip-2", Duration::from_secs(900), b"close 2").priority(5),
+    /// ];
+    /// assert_eq!(q.schedule_jobs(&jobs)?.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule_jobs(&self, jobs: &[NewJob<'_>]) -> Result<Vec<Scheduled>, QueueError> {
+        let jobs = jobs
+            .iter()
+            .map(NewJob::checked)
+            .collect::<Result<Vec<_>, QueueError>>()?;
+        wait_all(ops::schedule_many(&self.shared, &jobs)?)
+    }
+}
+
+impl AsyncQueue {
+    /// [`Queue::schedule_job`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::schedule`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// use tickwheel::redis::NewJob;
+    /// let due = std::time::SystemTime::now() + std::time::Duration::from_secs(900);
+    /// q.schedule_job(NewJob::at("refund-9", due, b"refund 9").priority(10)).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn schedule_job(&self, job: NewJob<'_>) -> Result<Scheduled, QueueError> {
+        let mut one = self.schedule_jobs(&[job]).await?;
+        Ok(one.remove(0))
+    }
+
+    /// [`Queue::schedule_jobs`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::schedule_many`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// use std::time::Duration;
+    /// use tickwheel::redis::NewJob;
+    /// q.schedule_jobs(&[NewJob::after("vip-2", Duration::from_secs(900), b"close 2").priority(5)]).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn schedule_jobs(&self, jobs: &[NewJob<'_>]) -> Result<Vec<Scheduled>, QueueError> {
+        let jobs = jobs
+            .iter()
+            .map(NewJob::checked)
+            .collect::<Result<Vec<_>, QueueError>>()?;
+        all(ops::schedule_many(&self.shared, &jobs)?).await
     }
 }

@@ -13,7 +13,6 @@ use super::consumer::Consumer;
 use super::job_info::JobInfo;
 use super::link::Shared;
 use super::listing::{self, Cursor, Kind, Page};
-use super::new_job::NewJob;
 use super::ops::{self, When};
 use super::outcome::{Cancelled, DeadLetter, Scheduled};
 use super::pending::Pending;
@@ -157,52 +156,6 @@ impl Queue {
         let jobs = jobs
             .iter()
             .map(|&(id, due, payload)| Ok((id, When::at(due)?, payload, 0)))
-            .collect::<Result<Vec<_>, QueueError>>()?;
-        wait_all(ops::schedule_many(&self.shared, &jobs)?)
-    }
-
-    /// Schedules one [`NewJob`] (a job with a priority, say), as
-    /// [`schedule`](Self::schedule) does.
-    ///
-    /// # Errors
-    ///
-    /// As [`schedule`](Self::schedule).
-    ///
-    /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
-    /// use tickwheel::redis::NewJob;
-    /// let due = std::time::SystemTime::now() + std::time::Duration::from_secs(900);
-    /// q.schedule_job(NewJob::at("refund-9", due, b"refund 9").priority(10))?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn schedule_job(&self, job: NewJob<'_>) -> Result<Scheduled, QueueError> {
-        let mut one = self.schedule_jobs(&[job])?;
-        Ok(one.remove(0))
-    }
-
-    /// Schedules many [`NewJob`]s together, as
-    /// [`schedule_many`](Self::schedule_many) does; one answer per job, in
-    /// order.
-    ///
-    /// # Errors
-    ///
-    /// As [`schedule_many`](Self::schedule_many).
-    ///
-    /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
-    /// use std::time::Duration;
-    /// use tickwheel::redis::NewJob;
-    /// let jobs = [
-    ///     NewJob::after("order-1", Duration::from_secs(900), b"close 1"),
-    ///     NewJob::after("vip-2", Duration::from_secs(900), b"close 2").priority(5),
-    /// ];
-    /// assert_eq!(q.schedule_jobs(&jobs)?.len(), 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn schedule_jobs(&self, jobs: &[NewJob<'_>]) -> Result<Vec<Scheduled>, QueueError> {
-        let jobs = jobs
-            .iter()
-            .map(NewJob::checked)
             .collect::<Result<Vec<_>, QueueError>>()?;
         wait_all(ops::schedule_many(&self.shared, &jobs)?)
     }
