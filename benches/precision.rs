@@ -122,14 +122,14 @@ extern crate alloc;
 
 #[path = "workloads/cpu.rs"]
 mod cpu;
+#[path = "precision/jdk.rs"]
+mod jdk;
 #[allow(
     dead_code,
     reason = "this bench prints the machine line and load average only"
 )]
 #[path = "workloads/machine.rs"]
 mod machine;
-#[path = "precision/jdk.rs"]
-mod jdk;
 #[path = "peers/precise_heap.rs"]
 mod precise_heap;
 #[path = "precision/record.rs"]

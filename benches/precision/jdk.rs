@@ -21,7 +21,10 @@ impl Jdk {
     /// Compiles the peer; `None`, said plainly, when there is no JDK.
     pub(crate) fn build() -> Option<Jdk> {
         let classes = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("jdk-precision");
-        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/peers/jdk/StpePrecision.java");
+        let source = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/benches/peers/jdk/StpePrecision.java"
+        );
         let compiled = Command::new("javac")
             .arg("-d")
             .arg(&classes)
@@ -63,7 +66,9 @@ impl Jdk {
             input.push('\n');
         }
         let mut stdin = child.stdin.take().expect("java's stdin");
-        stdin.write_all(input.as_bytes()).expect("write the offsets");
+        stdin
+            .write_all(input.as_bytes())
+            .expect("write the offsets");
         drop(stdin);
         let out = child.wait_with_output().expect("java's answer");
         assert!(out.status.success(), "java failed: {}", out.status);
