@@ -2,7 +2,8 @@
 //! `redis-cli --cluster create`): jobs flow through the cluster client,
 //! and a SIGKILL of the master that holds the queue, followed by its
 //! replica's promotion, is carried through by the same producer and
-//! consumer with no restart. Every job is counted.
+//! consumer with no restart; a queue of 8 partitions spreads over the
+//! masters. Every job is counted.
 
 extern crate alloc;
 
@@ -153,28 +154,65 @@ fn jobs_flow_through_a_cluster() {
     assert_eq!((early, again), (0, 0));
 }
 
+/// A queue of 8 partitions on the cluster: the partitions' keys sit on
+/// more than one master (the hash tags `{orders:k}` spread them), and jobs
+/// flow through all of them: each delivered once, none early.
+#[test]
+fn eight_partitions_spread_over_the_masters() {
+    let Some(cluster) = RedisCluster::start_or_skip() else {
+        return;
+    };
+    let masters: std::collections::HashSet<usize> = (0..8)
+        .map(|k| {
+            let slot = cluster.slot_of(&format!("tw:{{orders:{k}}}:due"));
+            cluster.master_of(slot).expect("a master serves the slot")
+        })
+        .collect();
+    assert!(masters.len() >= 2, "8 partitions on one master");
+    let queue = builder(&cluster).partitions(8).connect().unwrap();
+    let t = run(&queue, 500, Duration::from_secs(1), 100 * MS, || {});
+    let (lost, early, again) = count(&t);
+    assert_eq!(t.answered.len(), 500);
+    assert!(lost.is_empty(), "lost {lost:?}");
+    assert_eq!((early, again), (0, 0));
+    assert_eq!(queue.len().unwrap(), (0, 0));
+}
+
 /// The master holding the queue is SIGKILLed mid-stream; the cluster
 /// promotes its replica; the same producer and consumer carry on (the
 /// cluster client follows the new master). Nothing early; what is lost is
 /// what the replica had not received when its master died.
 #[test]
 fn a_queue_carries_on_through_its_masters_death() {
-    failover(0);
+    failover(0, 1);
 }
 
 /// As above with `replicas(1)`: no schedule that answered is lost.
 #[test]
 fn with_replicas_a_failover_loses_no_answered_job() {
-    failover(1);
+    failover(1, 1);
 }
 
-fn failover(replicas: u32) {
+/// As above on a queue of 8 partitions: the master of partition 0 dies,
+/// the partitions on other masters carry on, and with `replicas(1)` no
+/// schedule that answered is lost.
+#[test]
+fn with_replicas_a_partitioned_queue_loses_nothing_through_a_failover() {
+    failover(1, 8);
+}
+
+fn failover(replicas: u32, partitions: u16) {
     let Some(mut cluster) = RedisCluster::start_or_skip() else {
         return;
     };
-    let slot = cluster.slot_of("tw:{orders}:due");
+    let key = if partitions > 1 {
+        "tw:{orders:0}:due"
+    } else {
+        "tw:{orders}:due"
+    };
+    let slot = cluster.slot_of(key);
     let master = cluster.master_of(slot).expect("a master serves the queue");
-    let mut b = builder(&cluster);
+    let mut b = builder(&cluster).partitions(partitions);
     if replicas > 0 {
         b = b.replicas(replicas, 500 * MS);
     }

@@ -9,7 +9,7 @@ use redis::{Cmd, Value};
 use tokio::sync::oneshot;
 
 use super::counters::bump;
-use super::keys::Token;
+use super::keys::{Keys, Token};
 use super::lanes::{Batched, Call};
 use super::link::{Ctx, Request, Shared};
 use super::lua::{lua, Lua};
@@ -45,12 +45,15 @@ impl Batched for ScheduleJob {
         self.payload.len() + self.id.len() + 48
     }
 
-    fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
-        let mut cmd = SCHEDULE.command(&ctx.keys.fixed);
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn command(jobs: &[Self], _ctx: &Ctx, keys: &Keys) -> Cmd {
+        let mut cmd = SCHEDULE.command(&keys.fixed);
         // Priorities cost an argument a job only in calls that have one.
         let ranked = jobs.iter().any(|job| job.priority != 0);
-        cmd.arg(&ctx.keys.channel)
-            .arg(if ranked { "1" } else { "0" });
+        cmd.arg(&keys.channel).arg(if ranked { "1" } else { "0" });
         for job in jobs {
             cmd.arg(&job.id)
                 .arg(job.token.bytes())
@@ -160,10 +163,14 @@ impl Batched for CancelJob {
         self.id.len() + 64
     }
 
-    fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn command(jobs: &[Self], ctx: &Ctx, keys: &Keys) -> Cmd {
         // One answer key per script call: a retry sends this same command.
-        let answers = ctx.keys.of_token("ans", &Token::new());
-        let mut cmd = CANCEL.command(&keys_with(ctx, &[answers]));
+        let answers = keys.of_token("ans", &Token::new());
+        let mut cmd = CANCEL.command(&keys_with(keys, &[answers]));
         cmd.arg(ctx.options.answer_ttl_ms());
         for job in jobs {
             cmd.arg(&job.id).arg(job.token.bytes());
@@ -184,7 +191,7 @@ impl Batched for CancelJob {
             out.push(match bytes(what).as_slice() {
                 b"c" => {
                     bump(&ctx.counters.cancelled, 1);
-                    ctx.trim_wake.notify_one();
+                    ctx.job_ended();
                     Cancelled::Cancelled(bytes(body))
                 }
                 b"f" => Cancelled::InFlight,
@@ -215,6 +222,10 @@ pub(super) struct AckJob {
 }
 
 impl AckJob {
+    pub(super) fn id(&self) -> &str {
+        &self.id
+    }
+
     /// Appends this ack's arguments: id, fence, token.
     pub(super) fn args(&self, cmd: &mut Cmd) {
         cmd.arg(&self.id).arg(self.fence).arg(self.token.bytes());
@@ -230,7 +241,7 @@ pub(super) fn acked(items: &[Value], ctx: &Ctx) -> Vec<Acked> {
         .map(|item| match int(item) {
             Some(1) => {
                 bump(&c.acked, 1);
-                ctx.trim_wake.notify_one();
+                ctx.job_ended();
                 Acked::Acked
             }
             // A repeated ack of a delivery acked before: counted once.
@@ -259,8 +270,12 @@ impl Batched for AckJob {
         self.id.len() + 48
     }
 
-    fn command(jobs: &[Self], ctx: &Ctx) -> Cmd {
-        let mut cmd = ACK.command(&ctx.keys.fixed);
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn command(jobs: &[Self], _ctx: &Ctx, keys: &Keys) -> Cmd {
+        let mut cmd = ACK.command(&keys.fixed);
         for job in jobs {
             job.args(&mut cmd);
         }

@@ -1,7 +1,6 @@
 //! [`QueueBuilder`]: where the queue lives and its options, checked when
 //! it connects.
 
-use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
@@ -10,11 +9,9 @@ use core::time::Duration;
 
 use super::async_queue::AsyncQueue;
 use super::counters::Counters;
-use super::keys::Keys;
-use super::link::{Ctx, Request, Shared};
+use super::link::{Ctx, Shared};
 use super::options::Options;
 use super::queue::Queue;
-use super::retention;
 use super::server::{Reach, Target};
 use super::QueueError;
 use crate::persist::{MisfirePolicy, OnMissed};
@@ -182,6 +179,42 @@ impl QueueBuilder {
     /// ```
     pub fn retention(mut self, retention: Duration) -> Self {
         self.options.retention = retention;
+        self
+    }
+
+    /// Splits the queue into `partitions` partitions (default 1, at most
+    /// 1,024), each a whole queue under a hash tag of its own
+    /// (`{name:k}`), so that a Redis Cluster spreads them over its shards:
+    /// one queue can then use every shard's core and memory, and a
+    /// shard's failover touches only its partitions. A job lives in the
+    /// partition of its id (the FNV-1a hash of the id, modulo the count),
+    /// so every call about one job is still one script on one slot, and
+    /// an id is still unique in the queue; priorities order jobs due at
+    /// the same time within a partition. A consumer claims from every
+    /// partition with due jobs (see [`Consumer`](super::Consumer)); `len`,
+    /// the listings, dead letters, `requeue` and `purge_dead` cover
+    /// them all.
+    ///
+    /// The count is part of the queue: the first `connect` stores it, a
+    /// builder without `partitions` takes the stored count (one for a new
+    /// queue), and one with another count is refused
+    /// ([`QueueError::Connect`]), since ids would change partition. Pick at
+    /// least as many partitions as the cluster has shards, a few times
+    /// more to spread evenly; each costs an idle consumer one poll per
+    /// poll interval. On a single server partitions gain nothing. A
+    /// consumer claims from its partitions in rounds, and a round waits
+    /// for its slowest partition: a shard that answers nothing for the
+    /// retry window ([`retry`](Self::retry)) holds up the consumers of
+    /// every partition for that long (a failover that promotes a replica
+    /// takes about the cluster's node timeout).
+    ///
+    /// ```
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
+    /// let b = b.partitions(12);
+    /// # drop(b);
+    /// ```
+    pub fn partitions(mut self, partitions: u16) -> Self {
+        self.options.partitions = Some(partitions);
         self
     }
 
@@ -391,7 +424,8 @@ impl QueueBuilder {
         let identity: Arc<str> = Arc::from(format!("{}@{}", self.name, target.describe()));
         let (hints, _) = tokio::sync::broadcast::channel(256);
         let ctx = Ctx {
-            keys: Keys::new(&self.name),
+            name: self.name.clone(),
+            parts: std::sync::OnceLock::new(),
             reach: Reach {
                 target,
                 tls: self.tls,
@@ -403,12 +437,9 @@ impl QueueBuilder {
             hints,
             hints_started: core::sync::atomic::AtomicBool::new(false),
             policy: std::sync::OnceLock::new(),
-            trim_wake: tokio::sync::Notify::new(),
+            trim_wake: std::sync::OnceLock::new(),
         };
         let (shared, ready) = Shared::start(ctx)?;
-        shared.send(Request::Daemon(Box::new(|io| {
-            Box::pin(retention::trimmer(io))
-        })));
         Ok((shared, ready))
     }
 }

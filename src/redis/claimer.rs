@@ -18,6 +18,17 @@
 //! lost hint costs at most that, never a stall. However many threads fetch, and whatever
 //! their timeouts, an idle consumer sends one command per poll interval.
 //!
+//! # Partitions
+//!
+//! A queue of several partitions (see `keys.rs`) is several queues to the
+//! loop: it knows each one's next due time and clock, sleeps until the
+//! earliest, and at a wake-up claims from every partition whose time has
+//! come (or of which it knows nothing), all at once, the batch spread
+//! evenly over them, oldest first, so that one busy partition cannot
+//! starve the others. Acks ride with the claim of their job's partition,
+//! or go alone to partitions not claimed from. An idle consumer polls
+//! each partition once per poll interval: `partitions` commands.
+//!
 //! # Nothing leased to nobody
 //!
 //! A claim carries a request token: a retry after a lost reply gets the
@@ -33,22 +44,18 @@ use std::time::Instant;
 
 use tokio::sync::{broadcast, mpsc};
 
-use super::batched::{acked, AckJob, ACK};
+use super::batched::AckJob;
 use super::counters::bump;
-use super::keys::Token;
-use super::knowledge::{far_future, poll_gap, Anchor, Knowledge};
-use super::lanes::Batched;
+use super::knowledge::{far_future, poll_gap, Knowledge};
 use super::link::{Hint, Io};
 use super::lua::lua;
-use super::ops::{array, delivery, int};
-use super::options::micros;
+use super::ops::{array, int};
 use super::outcome::{Acked, Delivery};
 use super::pending::Reply;
+use super::round::{claim_round, spread};
 use super::QueueError;
-use crate::event::event;
 use crate::timer::{Inline, Task, Timer};
 
-lua!(CLAIM, "claim.lua", records);
 lua!(RELEASE, "release.lua", records);
 
 /// A waiting `fetch`, and the acks it carries (`ack_and_fetch`).
@@ -89,16 +96,6 @@ pub(super) enum ToClaimer {
     Close,
 }
 
-/// What a claim saw.
-struct Claimed {
-    /// The server's clock in the script, and when its reply arrived here.
-    anchor: Anchor,
-    next: Option<i64>,
-    /// The answers to the acks it carried, in order.
-    acked: Vec<Acked>,
-    jobs: Vec<Delivery>,
-}
-
 /// The loop. Ends on `Close`, or when every consumer handle is gone.
 pub(super) async fn run(
     io: Io,
@@ -108,14 +105,11 @@ pub(super) async fn run(
 ) {
     let poll = io.ctx.options.poll;
     let mut waiting: VecDeque<Fetch> = VecDeque::new();
-    let mut k = Knowledge {
-        anchor: None,
-        next: None,
-        known: false,
-        backlog: false,
-        slack: i64::try_from(io.ctx.options.wake_slack.as_micros()).unwrap_or(i64::MAX),
-        poll_at: Instant::now(),
-    };
+    let slack = i64::try_from(io.ctx.options.wake_slack.as_micros()).unwrap_or(i64::MAX);
+    let mut ks: Vec<Knowledge> = (0..io.ctx.parts().len())
+        .map(|_| Knowledge::unknown(slack))
+        .collect();
+    let mut poll_at = Instant::now();
     let mut sleep = timer.sleep_until(far_future());
     let mut sleep_at = far_future();
     // The sleep fired: something is due, by the timer's window.
@@ -138,55 +132,79 @@ pub(super) async fn run(
         // A fetch claims if anything may be due (a fetch with no time left
         // to wait included); only then does its deadline count. Acks ride
         // along.
-        if !waiting.is_empty() && (!k.known || woke || k.due_now()) {
+        let now = Instant::now();
+        let claimable: Vec<usize> = if waiting.is_empty() {
+            Vec::new()
+        } else {
+            (0..ks.len())
+                .filter(|&p| ks[p].claimable(woke, now))
+                .collect()
+        };
+        if !claimable.is_empty() {
             woke = false;
             let want = waiting
                 .iter()
                 .map(|f| f.max)
                 .sum::<usize>()
                 .min(io.ctx.options.batch);
+            let plan = spread(&ks, claimable, want);
             let acks = take_acks(&mut waiting, &mut orphans);
-            match claim(&io, want, &acks).await {
-                Ok(claimed) => {
-                    k.backlog = claimed
-                        .next
-                        .is_some_and(|next| next <= claimed.anchor.server);
-                    k.anchor = Some(claimed.anchor);
-                    k.learn(claimed.next);
-                    k.poll_at = Instant::now() + poll_gap(poll);
-                    give_acks(&mut waiting, claimed.acked);
-                    hand_out(&io, &mut waiting, claimed.jobs).await;
+            match claim_round(&io, &plan, acks).await {
+                Ok((claims, acked)) => {
+                    let mut jobs = Vec::new();
+                    let several = claims.len() > 1;
+                    for (part, claimed) in claims {
+                        let k = &mut ks[part];
+                        k.backlog = claimed
+                            .next
+                            .is_some_and(|next| next <= claimed.anchor.server);
+                        k.anchor = Some(claimed.anchor);
+                        k.learn(claimed.next);
+                        jobs.extend(claimed.jobs);
+                    }
+                    poll_at = Instant::now() + poll_gap(poll);
+                    give_acks(&mut waiting, acked);
+                    if several {
+                        // Oldest first across partitions (a claim's own
+                        // order, ties by priority, holds within each).
+                        jobs.sort_by_key(|job| job.due);
+                    }
+                    hand_out(&io, &mut waiting, jobs).await;
                 }
                 Err(err) => {
                     for fetch in waiting.drain(..) {
                         let _ = fetch.reply.send(Err(err.clone()));
                     }
-                    k.known = false;
-                    k.backlog = false;
+                    for k in &mut ks {
+                        k.known = false;
+                        k.backlog = false;
+                    }
                 }
             }
             continue;
         }
-        let now = Instant::now();
-        if !waiting.is_empty() && now >= k.poll_at {
-            bump(&io.ctx.counters.polls, 1);
-            match head(&io).await {
-                Ok(next) => k.learn(next),
-                Err(_) => k.known = false,
+        if !waiting.is_empty() && now >= poll_at {
+            for (part, k) in ks.iter_mut().enumerate() {
+                bump(&io.ctx.counters.polls, 1);
+                match head(&io, part).await {
+                    Ok(next) => k.learn(next),
+                    Err(_) => k.known = false,
+                }
             }
-            k.poll_at = Instant::now() + poll_gap(poll);
+            poll_at = Instant::now() + poll_gap(poll);
             continue;
         }
         // No claim now. Acks wait for the next claim if it comes soon, and
         // no fetch gives up first; otherwise they go alone, now.
-        let soon = k.wake_at().is_some_and(|at| at <= now + ack_hold);
+        let wake = ks.iter().filter_map(Knowledge::wake_at).min();
+        let soon = wake.is_some_and(|at| at <= now + ack_hold);
         let expiring = waiting
             .iter()
             .any(|f| f.deadline.is_some_and(|d| d <= now + ack_hold));
         if (waiting.iter().any(Fetch::unsent) && (!soon || expiring)) || !orphans.is_empty() {
             let acks = take_acks(&mut waiting, &mut orphans);
-            match ack(&io, &acks).await {
-                Ok(acked) => give_acks(&mut waiting, acked),
+            match claim_round(&io, &[], acks).await {
+                Ok((_, acked)) => give_acks(&mut waiting, acked),
                 Err(err) => {
                     for fetch in waiting.drain(..) {
                         let _ = fetch.reply.send(Err(err.clone()));
@@ -205,11 +223,7 @@ pub(super) async fn run(
         }
         // Sleep until something may be due, a fetch's deadline, a poll,
         // or news.
-        let wake = if waiting.is_empty() {
-            None
-        } else {
-            k.wake_at()
-        };
+        let wake = if waiting.is_empty() { None } else { wake };
         let target = wake.unwrap_or_else(far_future);
         if target != sleep_at {
             sleep.reset(target);
@@ -218,7 +232,7 @@ pub(super) async fn run(
         let other = waiting
             .iter()
             .filter_map(|f| f.deadline)
-            .chain((!waiting.is_empty()).then_some(k.poll_at))
+            .chain((!waiting.is_empty()).then_some(poll_at))
             .min()
             .unwrap_or_else(far_future);
         tokio::select! {
@@ -235,8 +249,12 @@ pub(super) async fn run(
             hint = recv_hint(&mut hints) => {
                 bump(&io.ctx.counters.hints, 1);
                 match hint {
-                    Some(Hint::At(at)) => k.hint(at),
-                    Some(Hint::Resync) | None => k.known = false,
+                    Some(Hint::At { part, at }) => {
+                        if let Some(k) = ks.get_mut(part) {
+                            k.hint(at);
+                        }
+                    }
+                    Some(Hint::Resync) | None => ks.iter_mut().for_each(|k| k.known = false),
                 }
             }
         }
@@ -252,7 +270,7 @@ pub(super) async fn run(
     }
     let acks = take_acks(&mut waiting, &mut orphans);
     if !acks.is_empty() {
-        let _ = ack(&io, &acks).await;
+        let _ = claim_round(&io, &[], acks).await;
     }
     for fetch in waiting {
         let _ = fetch.reply.send(Err(QueueError::Closed));
@@ -321,112 +339,14 @@ async fn hand_out(io: &Io, waiting: &mut VecDeque<Fetch>, jobs: Vec<Delivery>) {
     }
 }
 
-/// Runs the ack script alone: for acks that cannot wait for a claim.
-async fn ack(io: &Io, acks: &[AckJob]) -> Result<Vec<Acked>, QueueError> {
-    let reply = io.script(&ACK, &AckJob::command(acks, &io.ctx)).await?;
-    Ok(acked(&array(reply)?, &io.ctx))
-}
-
-/// Runs the claim script for up to `max` jobs, acking `acks` first.
-async fn claim(io: &Io, max: usize, acks: &[AckJob]) -> Result<Claimed, QueueError> {
-    let ctx = &io.ctx;
-    let o = &ctx.options;
-    let token = Token::new();
-    let mut keys: Vec<alloc::string::String> = ctx.keys.fixed.to_vec();
-    keys.push(ctx.keys.of_token("claim", &token));
-    let ttl_ms = u64::try_from(o.lease.as_millis())
-        .unwrap_or(u64::MAX)
-        .max(1);
-    bump(&ctx.counters.claims, 1);
-    let reply = io
-        .retry(|conn, again| {
-            let mut cmd = CLAIM.command(&keys);
-            cmd.arg(max).arg(micros(o.lease)).arg(o.max_attempts);
-            cmd.arg(micros(o.threshold))
-                .arg(o.on_missed)
-                .arg(micros(o.window));
-            cmd.arg(token.bytes()).arg(u8::from(again)).arg(ttl_ms);
-            for ack in acks {
-                ack.args(&mut cmd);
-            }
-            async move { CLAIM.run(conn, &cmd).await }
-        })
-        .await?;
-    let received = Instant::now();
-    let mut items = array(reply)?.into_iter();
-    let mut head = [0i64; 5];
-    for slot in &mut head {
-        *slot = items.next().as_ref().and_then(int).ok_or_else(|| {
-            QueueError::Server(alloc::string::String::from("unexpected claim reply"))
-        })?;
-    }
-    let [now, next, dead, discarded, spread] = head;
-    let answered = items.next().as_ref().and_then(int).unwrap_or(0);
-    let answers: Vec<redis::Value> = items.by_ref().take(answered.max(0) as usize).collect();
-    if answers.len() != acks.len() {
-        return Err(QueueError::Server(alloc::string::String::from(
-            "a claim answered the wrong number of acks",
-        )));
-    }
-    let acked = acked(&answers, ctx);
-    let c = &ctx.counters;
-    bump(&c.dead_lettered, dead as u64);
-    bump(&c.discarded, discarded as u64);
-    bump(&c.spread, spread as u64);
-    if dead > 0 {
-        event!(
-            warn,
-            "jobs dead-lettered (out of attempts, or missed under the dead-letter policy)",
-            queue = ctx.identity,
-            count = dead
-        );
-    }
-    if discarded > 0 {
-        event!(
-            warn,
-            "missed jobs discarded by the misfire policy",
-            queue = ctx.identity,
-            count = discarded
-        );
-    }
-    if spread > 0 {
-        event!(
-            info,
-            "missed jobs spread by the misfire policy",
-            queue = ctx.identity,
-            count = spread
-        );
-    }
-    let mut jobs = Vec::new();
-    while let Some(job) = delivery(&ctx.identity, &mut items) {
-        let late = now.saturating_sub(micros_of(job.due));
-        c.lateness.record(Duration::from_micros(late.max(0) as u64));
-        bump(&c.delivered, 1);
-        if job.attempt > 1 {
-            bump(&c.redelivered, 1);
-        }
-        jobs.push(job);
-    }
-    Ok(Claimed {
-        anchor: Anchor {
-            local: received,
-            server: now,
-        },
-        next: (next >= 0).then_some(next),
-        acked,
-        jobs,
-    })
-}
-
-fn micros_of(t: std::time::SystemTime) -> i64 {
-    t.duration_since(std::time::SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-}
-
-/// The earliest score in the queue: the reconciliation poll, one command.
-async fn head(io: &Io) -> Result<Option<i64>, QueueError> {
+/// The earliest score in partition `part`: the reconciliation poll, one
+/// command.
+async fn head(io: &Io, part: usize) -> Result<Option<i64>, QueueError> {
     let mut cmd = redis::cmd("ZRANGE");
-    cmd.arg(io.ctx.keys.due()).arg(0).arg(0).arg("WITHSCORES");
+    cmd.arg(io.ctx.parts().get(part).due())
+        .arg(0)
+        .arg(0)
+        .arg("WITHSCORES");
     let reply = io.query(&cmd).await?;
     // RESP2: [member, score]; RESP3: [[member, score]].
     let mut items = array(reply)?;
@@ -450,17 +370,27 @@ fn score(value: &redis::Value) -> Option<i64> {
     }
 }
 
-/// Hands jobs back without spending an attempt (see `release.lua`).
-async fn release(io: &Io, jobs: &[Delivery]) {
-    let mut cmd = RELEASE.command(&io.ctx.keys.fixed);
-    cmd.arg(&io.ctx.keys.channel);
-    for job in jobs {
-        cmd.arg(&job.id).arg(job.fence);
-    }
-    if let Ok(back) = io.script(&RELEASE, &cmd).await {
-        bump(
-            &io.ctx.counters.released,
-            int(&back).unwrap_or(0).max(0) as u64,
-        );
+/// Hands jobs back without spending an attempt (see `release.lua`), a
+/// script call per partition.
+pub(super) async fn release(io: &Io, jobs: &[Delivery]) {
+    for (part, keys) in io.ctx.parts().iter().enumerate() {
+        let mine: Vec<&Delivery> = jobs
+            .iter()
+            .filter(|job| io.ctx.parts().of(&job.id) == part)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut cmd = RELEASE.command(&keys.fixed);
+        cmd.arg(&keys.channel);
+        for job in mine {
+            cmd.arg(&job.id).arg(job.fence);
+        }
+        if let Ok(back) = io.script(&RELEASE, &cmd).await {
+            bump(
+                &io.ctx.counters.released,
+                int(&back).unwrap_or(0).max(0) as u64,
+            );
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! The queue's hint subscription: one pub/sub connection per process,
-//! started by its first consumer, that forwards every due time a producer
-//! publishes to every claim loop, and tells them to resync after each
+//! started by its first consumer, subscribed to every partition's channel,
+//! that forwards every due time a producer publishes to every claim loop, and tells them to resync after each
 //! (re)subscription, since hints may have been missed meanwhile.
 
 use alloc::sync::Arc;
@@ -16,7 +16,12 @@ pub(super) async fn hints(io: Io) {
     let mut backoff = Duration::from_millis(10);
     let mut attempt = 0usize;
     loop {
-        let subscribed = ctx.reach.subscribe(&ctx.keys.channel, attempt).await;
+        let channels: alloc::vec::Vec<&str> = ctx
+            .parts()
+            .iter()
+            .map(|keys| keys.channel.as_str())
+            .collect();
+        let subscribed = ctx.reach.subscribe(&channels, attempt).await;
         attempt = attempt.wrapping_add(1);
         let Ok(mut pubsub) = subscribed else {
             bump(&ctx.counters.failures, 1);
@@ -32,8 +37,9 @@ pub(super) async fn hints(io: Io) {
             let at = core::str::from_utf8(message.get_payload_bytes())
                 .ok()
                 .and_then(|s| s.parse::<i64>().ok());
-            if let Some(at) = at {
-                let _ = ctx.hints.send(Hint::At(at));
+            let part = ctx.parts().of_channel(message.get_channel_name());
+            if let (Some(at), Some(part)) = (at, part) {
+                let _ = ctx.hints.send(Hint::At { part, at });
             }
         }
     }

@@ -1,6 +1,5 @@
-//! A queue's key names, all under one hash tag so that a Redis Cluster
-//! keeps them in one slot, and the request tokens that let a retried call
-//! recognise its own first attempt.
+//! A queue's key names (a partition's, see `partitions.rs`), and the
+//! request tokens that let a retried call recognise its own first attempt.
 
 use alloc::format;
 use alloc::string::String;
@@ -19,8 +18,9 @@ pub(super) struct Keys {
 }
 
 impl Keys {
-    pub(super) fn new(queue: &str) -> Keys {
-        let prefix = format!("tw:{{{queue}}}:");
+    /// The keys under hash tag `{tag}`.
+    pub(super) fn new(tag: &str) -> Keys {
+        let prefix = format!("tw:{{{tag}}}:");
         let key = |suffix: &str| format!("{prefix}{suffix}");
         Keys {
             fixed: [

@@ -59,10 +59,27 @@ pub(super) struct Knowledge {
     pub(super) backlog: bool,
     /// How late past `next` a claim may come (the wake-up slack, µs).
     pub(super) slack: i64,
-    pub(super) poll_at: Instant,
 }
 
 impl Knowledge {
+    /// Nothing known yet: the first fetch claims.
+    pub(super) fn unknown(slack: i64) -> Knowledge {
+        Knowledge {
+            anchor: None,
+            next: None,
+            known: false,
+            backlog: false,
+            slack,
+        }
+    }
+
+    /// Whether a fetch should claim from this partition now: nothing is
+    /// known of it, its jobs' window has closed, or (`woke`: the sleep
+    /// fired) its wake-up time has come.
+    pub(super) fn claimable(&self, woke: bool, now: Instant) -> bool {
+        !self.known || self.due_now() || (woke && self.wake_at().is_some_and(|at| at <= now))
+    }
+
     /// Whether a fetch that arrives now should claim: jobs wait for their
     /// window to close (`next + slack`) so that a claim takes together
     /// the jobs due close together, as the sleep does; a backlog goes at

@@ -1,7 +1,8 @@
 //! Lanes: calls of the three busy kinds (schedule, cancel, ack) that many
 //! callers share one script call for.
 //!
-//! Each kind waits in a lane on the I/O thread. A lane sends at most
+//! Each kind waits in a lane on the I/O thread, one lane per kind and
+//! partition (a script call runs on one partition's keys). A lane sends at most
 //! [`IN_FLIGHT`] script calls at a time, each carrying every call that
 //! waited (up to [`MAX_CALLS`] calls or [`MAX_BYTES`] of payload): alone, a
 //! call goes out at once; under load, calls that arrive while the lane is
@@ -17,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::batched::{AckJob, CancelJob, ScheduleJob};
+use super::keys::Keys;
 use super::link::{Ctx, Io};
 use super::lua::Lua;
 use super::pending::Reply;
@@ -46,32 +48,66 @@ pub(super) trait Batched: Sized + Send + 'static {
     fn lua() -> &'static Lua;
     /// Payload bytes this call adds to a script call.
     fn bytes(&self) -> usize;
-    /// The script call for these jobs, in order.
-    fn command(jobs: &[Self], ctx: &Ctx) -> Cmd;
+    /// The job's id, which names its partition.
+    fn id(&self) -> &str;
+    /// The script call for these jobs, in order, all of the partition
+    /// whose keys are `keys`.
+    fn command(jobs: &[Self], ctx: &Ctx, keys: &Keys) -> Cmd;
     /// One answer per job, in order, from the script's reply; counts them.
     fn answers(reply: Value, jobs: &[Self], ctx: &Ctx) -> Result<Vec<Self::Answer>, QueueError>;
 }
 
 #[derive(Clone, Copy, Debug)]
-pub(super) enum LaneId {
+pub(super) enum Kind {
     Schedule,
     Cancel,
     Ack,
 }
 
-#[derive(Default)]
+/// A lane: its kind and its partition.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LaneId {
+    kind: Kind,
+    part: usize,
+}
+
+/// Every lane, by kind, then by partition.
 pub(super) struct Lanes {
-    pub(super) schedule: Lane<ScheduleJob>,
-    pub(super) cancel: Lane<CancelJob>,
-    pub(super) ack: Lane<AckJob>,
+    schedule: Vec<Lane<ScheduleJob>>,
+    cancel: Vec<Lane<CancelJob>>,
+    ack: Vec<Lane<AckJob>>,
 }
 
 impl Lanes {
+    pub(super) fn new(partitions: usize) -> Lanes {
+        fn lanes<J: Batched>(n: usize) -> Vec<Lane<J>> {
+            (0..n).map(|_| Lane::default()).collect()
+        }
+        Lanes {
+            schedule: lanes(partitions),
+            cancel: lanes(partitions),
+            ack: lanes(partitions),
+        }
+    }
+
+    /// Queues calls in the lanes of their jobs' partitions.
+    pub(super) fn add_schedules(&mut self, ctx: &Ctx, calls: Vec<Call<ScheduleJob>>) {
+        route(&mut self.schedule, ctx, calls);
+    }
+
+    pub(super) fn add_cancel(&mut self, ctx: &Ctx, call: Call<CancelJob>) {
+        route(&mut self.cancel, ctx, [call]);
+    }
+
+    pub(super) fn add_acks(&mut self, ctx: &Ctx, calls: Vec<Call<AckJob>>) {
+        route(&mut self.ack, ctx, calls);
+    }
+
     pub(super) fn done(&mut self, lane: LaneId) {
-        let in_flight = match lane {
-            LaneId::Schedule => &mut self.schedule.in_flight,
-            LaneId::Cancel => &mut self.cancel.in_flight,
-            LaneId::Ack => &mut self.ack.in_flight,
+        let in_flight = match lane.kind {
+            Kind::Schedule => &mut self.schedule[lane.part].in_flight,
+            Kind::Cancel => &mut self.cancel[lane.part].in_flight,
+            Kind::Ack => &mut self.ack[lane.part].in_flight,
         };
         *in_flight = in_flight.saturating_sub(1);
     }
@@ -82,14 +118,51 @@ impl Lanes {
         done: &mpsc::UnboundedSender<LaneId>,
         tasks: &mut JoinSet<()>,
     ) {
-        self.schedule.launch(LaneId::Schedule, io, done, tasks);
-        self.cancel.launch(LaneId::Cancel, io, done, tasks);
-        self.ack.launch(LaneId::Ack, io, done, tasks);
+        for (part, lane) in self.schedule.iter_mut().enumerate() {
+            lane.launch(
+                LaneId {
+                    kind: Kind::Schedule,
+                    part,
+                },
+                io,
+                done,
+                tasks,
+            );
+        }
+        for (part, lane) in self.cancel.iter_mut().enumerate() {
+            lane.launch(
+                LaneId {
+                    kind: Kind::Cancel,
+                    part,
+                },
+                io,
+                done,
+                tasks,
+            );
+        }
+        for (part, lane) in self.ack.iter_mut().enumerate() {
+            lane.launch(
+                LaneId {
+                    kind: Kind::Ack,
+                    part,
+                },
+                io,
+                done,
+                tasks,
+            );
+        }
     }
 }
 
-pub(super) struct Lane<J: Batched> {
-    pub(super) waiting: VecDeque<Call<J>>,
+fn route<J: Batched>(lanes: &mut [Lane<J>], ctx: &Ctx, calls: impl IntoIterator<Item = Call<J>>) {
+    for call in calls {
+        let part = ctx.parts().of(call.job.id());
+        lanes[part].waiting.push_back(call);
+    }
+}
+
+struct Lane<J: Batched> {
+    waiting: VecDeque<Call<J>>,
     in_flight: usize,
 }
 
@@ -132,19 +205,20 @@ impl<J: Batched> Lane<J> {
             self.in_flight += 1;
             let (io, done) = (io.clone(), done.clone());
             tasks.spawn(async move {
-                run_batch(&io, calls).await;
+                run_batch(&io, id.part, calls).await;
                 let _ = done.send(id);
             });
         }
     }
 }
 
-async fn run_batch<J: Batched>(io: &Io, calls: Vec<Call<J>>) {
+async fn run_batch<J: Batched>(io: &Io, part: usize, calls: Vec<Call<J>>) {
     let (jobs, replies): (Vec<J>, Vec<Reply<J::Answer>>) =
         calls.into_iter().map(|c| (c.job, c.reply)).unzip();
-    let cmd = J::command(&jobs, &io.ctx);
+    let keys = io.ctx.parts().get(part);
+    let cmd = J::command(&jobs, &io.ctx, keys);
     let reply = if J::REPLICATED {
-        io.script_replicated(J::lua(), &cmd).await
+        io.script_replicated(J::lua(), &cmd, keys).await
     } else {
         io.script(J::lua(), &cmd).await
     };

@@ -43,6 +43,7 @@ use super::keys::Keys;
 use super::lanes::{Call, LaneId, Lanes};
 use super::lua::Lua;
 use super::options::Options;
+use super::partitions::Partitions;
 use super::pending::{Pending, Reply};
 use super::server::{self, Conn, Reach};
 use super::QueueError;
@@ -66,8 +67,8 @@ pub(super) enum Request {
 /// A wake-up hint for sleeping consumers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Hint {
-    /// A job is due at this time (server microseconds).
-    At(i64),
+    /// A job of partition `part` is due at `at` (server microseconds).
+    At { part: usize, at: i64 },
     /// Hints may have been missed (the subscription was lost and is back).
     Resync,
 }
@@ -75,7 +76,10 @@ pub(super) enum Hint {
 /// What the I/O thread and every handle share. It holds no way to reach
 /// the thread, so the thread never keeps itself alive.
 pub(super) struct Ctx {
-    pub(super) keys: Keys,
+    /// The queue's name.
+    pub(super) name: String,
+    /// Its partitions, known once connected (the count is the queue's).
+    pub(super) parts: std::sync::OnceLock<Partitions>,
     pub(super) options: Options,
     pub(super) counters: Counters,
     pub(super) reach: Reach,
@@ -86,8 +90,28 @@ pub(super) struct Ctx {
     pub(super) hints_started: core::sync::atomic::AtomicBool,
     /// The server's `maxmemory-policy`, read at connect.
     pub(super) policy: std::sync::OnceLock<Option<String>>,
-    /// Wakes the retention trimmer when this process ends a job.
-    pub(super) trim_wake: tokio::sync::Notify,
+    /// Wakes the retention trimmers (one a partition) when this process
+    /// ends a job; made with the partitions.
+    pub(super) trim_wake: std::sync::OnceLock<Vec<tokio::sync::Notify>>,
+}
+
+impl Ctx {
+    /// The queue's partitions. Set before `connect` answers, so before
+    /// any call is made.
+    pub(super) fn parts(&self) -> &Partitions {
+        self.parts
+            .get()
+            .expect("a queue's partitions are known once it is connected")
+    }
+
+    /// This process ended a job: every partition's trimmer learns that
+    /// an id is due to go a retention later (a trim of a partition with
+    /// nothing to trim costs two commands).
+    pub(super) fn job_ended(&self) {
+        for wake in self.trim_wake.get().into_iter().flatten() {
+            wake.notify_one();
+        }
+    }
 }
 
 /// The I/O thread's view: the connection and the shared context.
@@ -173,6 +197,7 @@ impl Io {
         &self,
         lua: &'static Lua,
         cmd: &Cmd,
+        keys: &Keys,
     ) -> Result<Value, QueueError> {
         let o = &self.ctx.options;
         let Some(conn) = self.replicated.as_ref().filter(|_| o.replicas > 0) else {
@@ -184,7 +209,7 @@ impl Io {
         // connection that wrote nothing either (the first one dropped): a
         // write of its own first puts its offset past the job's.
         let mut touch = redis::cmd("INCRBY");
-        touch.arg(&self.ctx.keys.fixed[4]).arg(0);
+        touch.arg(&keys.fixed[4]).arg(0);
         let touch = &touch;
         let (reply, confirmed) = self
             .retry_on(conn, |conn, again| {
@@ -335,6 +360,10 @@ fn io_thread(ctx: Arc<Ctx>, rx: mpsc::UnboundedReceiver<Request>, ready: Reply<(
                 return;
             }
         };
+        if let Err(e) = super::partitions::set_partitions(&ctx, &conn).await {
+            let _ = ready.send(Err(e));
+            return;
+        }
         // Schedules that wait for replicas wait on a connection of their own.
         let replicated = if ctx.options.replicas > 0 {
             match connect(&ctx).await {
@@ -418,9 +447,13 @@ async fn connect(ctx: &Ctx) -> Result<Conn, QueueError> {
 /// The serve loop: lanes for the batched kinds, tasks for the rest.
 async fn serve(io: Io, mut rx: mpsc::UnboundedReceiver<Request>) {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<LaneId>();
-    let mut lanes = Lanes::default();
+    let mut lanes = Lanes::new(io.ctx.parts().len());
     let mut tasks = JoinSet::new();
     let mut daemons = JoinSet::new();
+    // A retention trimmer for each partition.
+    for part in 0..io.ctx.parts().len() {
+        daemons.spawn(super::retention::trimmer(io.clone(), part));
+    }
     loop {
         let request = tokio::select! {
             biased;
@@ -438,9 +471,9 @@ async fn serve(io: Io, mut rx: mpsc::UnboundedReceiver<Request>) {
         let mut next = request;
         while let Some(request) = next.take().or_else(|| rx.try_recv().ok()) {
             match request {
-                Request::Schedule(calls) => lanes.schedule.waiting.extend(calls),
-                Request::Cancel(call) => lanes.cancel.waiting.push_back(call),
-                Request::Ack(calls) => lanes.ack.waiting.extend(calls),
+                Request::Schedule(calls) => lanes.add_schedules(&io.ctx, calls),
+                Request::Cancel(call) => lanes.add_cancel(&io.ctx, call),
+                Request::Ack(calls) => lanes.add_acks(&io.ctx, calls),
                 Request::Task(task) => {
                     tasks.spawn(task(io.clone()));
                 }

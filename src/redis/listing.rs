@@ -70,7 +70,9 @@ pub struct Page {
 /// Where a listing goes on: the place after the last job a page read.
 /// Jobs added before it later are not seen; jobs removed do not shift the
 /// pages (a cursor names a place, not an offset). It prints as text and
-/// parses back, for tools that hand it between calls.
+/// parses back, for tools that hand it between calls. A queue of several
+/// partitions is listed partition after partition (the order holds within
+/// each), and its cursors begin with the partition: `<k>:`.
 ///
 /// ```
 /// let cursor: tickwheel::redis::Cursor = "1795000000000000-00000000000000016f7264657273".parse()?;
@@ -79,14 +81,19 @@ pub struct Page {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Cursor {
+    /// The partition the listing is in.
+    part: u16,
     /// The score (server microseconds) of the last member read.
     score: u64,
-    /// That member, as stored.
+    /// That member, as stored; empty: from the partition's start.
     member: Vec<u8>,
 }
 
 impl fmt::Display for Cursor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.part > 0 {
+            write!(f, "{}:", self.part)?;
+        }
         write!(f, "{}-", self.score)?;
         self.member.iter().try_for_each(|b| write!(f, "{b:02x}"))
     }
@@ -96,17 +103,27 @@ impl FromStr for Cursor {
     type Err = QueueError;
 
     fn from_str(text: &str) -> Result<Cursor, QueueError> {
-        const BAD: QueueError = QueueError::Argument("a cursor is `<score>-<hex member>`");
+        const BAD: QueueError =
+            QueueError::Argument("a cursor is `[<partition>:]<score>-<hex member>`");
+        let (part, text) = match text.split_once(':') {
+            Some((part, rest)) => (part.parse().map_err(|_| BAD)?, rest),
+            None => (0, text),
+        };
         let (score, hex) = text.split_once('-').ok_or(BAD)?;
         let score = score.parse().map_err(|_| BAD)?;
-        if hex.len() % 2 != 0 || hex.is_empty() {
+        // Empty only where a partition starts.
+        if hex.len() % 2 != 0 || (hex.is_empty() && part == 0) {
             return Err(BAD);
         }
         let member = (0..hex.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(hex.get(i..i + 2).ok_or(BAD)?, 16).map_err(|_| BAD))
             .collect::<Result<Vec<u8>, QueueError>>()?;
-        Ok(Cursor { score, member })
+        Ok(Cursor {
+            part,
+            score,
+            member,
+        })
     }
 }
 
@@ -158,20 +175,54 @@ pub(super) fn page(
         Kind::InFlight => "l",
         Kind::Dead => "x",
     };
-    let (score, member) = after.map_or((String::new(), Vec::new()), |c| {
-        (format!("{}", c.score), c.member.clone())
+    let (mut part, mut score, mut member) = after.map_or((0, String::new(), Vec::new()), |c| {
+        let score = if c.member.is_empty() {
+            String::new()
+        } else {
+            format!("{}", c.score)
+        };
+        (usize::from(c.part), score, c.member.clone())
     });
     Ok(s.task(move |io, reply| async move {
-        let mut cmd = LIST.command(&io.ctx.keys.fixed);
-        cmd.arg(what)
-            .arg(&below)
-            .arg(&top)
-            .arg(if top_in { "1" } else { "0" })
-            .arg(limit)
-            .arg(&score)
-            .arg(&member);
-        let answer = io.script(&LIST, &cmd).await.and_then(read_page);
-        let _ = reply.send(answer);
+        // Partition after partition, until the page is full or the last
+        // partition ends.
+        let mut jobs = Vec::new();
+        let partitions = io.ctx.parts().len();
+        let next = loop {
+            let Some(keys) = (part < partitions).then(|| io.ctx.parts().get(part)) else {
+                break None;
+            };
+            let mut cmd = LIST.command(&keys.fixed);
+            cmd.arg(what)
+                .arg(&below)
+                .arg(&top)
+                .arg(if top_in { "1" } else { "0" })
+                .arg(limit - jobs.len())
+                .arg(&score)
+                .arg(&member);
+            let page = match io.script(&LIST, &cmd).await.and_then(read_page) {
+                Ok(page) => page,
+                Err(err) => {
+                    let _ = reply.send(Err(err));
+                    return;
+                }
+            };
+            jobs.extend(page.jobs);
+            if let Some(mut next) = page.next {
+                next.part = part as u16;
+                break Some(next);
+            }
+            part += 1;
+            (score, member) = (String::new(), Vec::new());
+            if jobs.len() == limit && part < partitions {
+                break Some(Cursor {
+                    part: part as u16,
+                    score: 0,
+                    member: Vec::new(),
+                });
+            }
+        };
+        let _ = reply.send(Ok(Page { jobs, next }));
     }))
 }
 
@@ -188,7 +239,11 @@ fn read_page(reply: redis::Value) -> Result<Page, QueueError> {
             .ok_or_else(|| {
                 QueueError::Server(String::from("a listing's cursor is not a number"))
             })?;
-        Some(Cursor { score, member })
+        Some(Cursor {
+            part: 0,
+            score,
+            member,
+        })
     };
     let mut jobs = Vec::new();
     while let (Some(id), Some(payload), Some(attempts), Some(due), Some(at)) = (
@@ -225,13 +280,32 @@ mod tests {
     #[test]
     fn a_cursor_prints_and_parses_back() {
         let cursor = Cursor {
+            part: 0,
             score: 1_795_000_000_000_123,
             member: vec![0, 0, 0, 0, 0, 0, 0, 7, b'o', b'-', 0xff],
         };
         let text = cursor.to_string();
         assert_eq!(text, "1795000000000123-00000000000000076f2dff");
         assert_eq!(text.parse::<Cursor>().unwrap(), cursor);
-        for bad in ["", "12", "12-", "x-00", "12-0", "12-zz", "-00"] {
+        let third = Cursor {
+            part: 3,
+            ..cursor.clone()
+        };
+        assert_eq!(
+            third.to_string(),
+            "3:1795000000000123-00000000000000076f2dff"
+        );
+        assert_eq!(third.to_string().parse::<Cursor>().unwrap(), third);
+        let start = Cursor {
+            part: 2,
+            score: 0,
+            member: vec![],
+        };
+        assert_eq!(start.to_string(), "2:0-");
+        assert_eq!("2:0-".parse::<Cursor>().unwrap(), start);
+        for bad in [
+            "", "12", "12-", "x-00", "12-0", "12-zz", "-00", "x:1-00", "1:2",
+        ] {
             assert!(bad.parse::<Cursor>().is_err(), "{bad:?} parsed");
         }
     }

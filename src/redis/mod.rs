@@ -12,7 +12,10 @@
 //! # How it works
 //!
 //! A queue is six keys under one hash tag (`tw:{name}:…`, so a Redis
-//! Cluster keeps them in one slot), changed only by Lua scripts
+//! Cluster keeps them in one slot; a queue of several
+//! [partitions](QueueBuilder::partitions) is that many such sets, under
+//! `{name:0}`, `{name:1}`, …, which a cluster spreads over its shards),
+//! changed only by Lua scripts
 //! (`src/redis/scripts/`, their data model in `common.lua`), each one
 //! atomic:
 //!
@@ -115,9 +118,11 @@ mod new_job;
 mod ops;
 mod options;
 mod outcome;
+mod partitions;
 mod pending;
 mod queue;
 mod retention;
+mod round;
 mod server;
 
 pub use async_consumer::AsyncConsumer;

@@ -13,7 +13,7 @@ use redis::{Cmd, Value};
 
 use super::counters::bump;
 use super::job_info::{JobInfo, JobState};
-use super::keys::Token;
+use super::keys::{Keys, Token};
 use super::link::{Ctx, Io, Shared};
 use super::lua::{lua, Lua};
 use super::options::micros;
@@ -149,9 +149,9 @@ pub(super) fn time_of(micros: i64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_micros(micros.max(0) as u64)
 }
 
-/// The queue's six fixed keys, then `extra`.
-pub(super) fn keys_with(ctx: &Ctx, extra: &[String]) -> Vec<String> {
-    let mut keys: Vec<String> = ctx.keys.fixed.to_vec();
+/// A partition's six fixed keys, then `extra`.
+pub(super) fn keys_with(keys: &Keys, extra: &[String]) -> Vec<String> {
+    let mut keys: Vec<String> = keys.fixed.to_vec();
     keys.extend_from_slice(extra);
     keys
 }
@@ -177,7 +177,8 @@ pub(super) fn reschedule(s: &Shared, id: &str, when: When) -> Result<Pending<boo
     let id = id.to_string();
     Ok(s.task(move |io, reply| async move {
         let token = Token::new();
-        let keys = keys_with(&io.ctx, &[io.ctx.keys.of_token("ans", &token)]);
+        let part = io.ctx.parts().of_id(&id);
+        let keys = keys_with(part, &[part.of_token("ans", &token)]);
         let (kind, micros) = when.kind();
         let answer = script_with_retry_flag(&io, &RESCHEDULE, |again| {
             let mut cmd = RESCHEDULE.command(&keys);
@@ -186,8 +187,7 @@ pub(super) fn reschedule(s: &Shared, id: &str, when: When) -> Result<Pending<boo
                 .arg(micros)
                 .arg(token.bytes())
                 .arg(u8::from(again));
-            cmd.arg(io.ctx.options.answer_ttl_ms())
-                .arg(&io.ctx.keys.channel);
+            cmd.arg(io.ctx.options.answer_ttl_ms()).arg(&part.channel);
             cmd
         })
         .await
@@ -207,12 +207,12 @@ pub(super) fn requeue(s: &Shared, id: &str) -> Result<Pending<bool>, QueueError>
     let id = id.to_string();
     Ok(s.task(move |io, reply| async move {
         let token = Token::new();
-        let keys = keys_with(&io.ctx, &[io.ctx.keys.of_token("ans", &token)]);
+        let part = io.ctx.parts().of_id(&id);
+        let keys = keys_with(part, &[part.of_token("ans", &token)]);
         let answer = script_with_retry_flag(&io, &REQUEUE, |again| {
             let mut cmd = REQUEUE.command(&keys);
             cmd.arg(&id).arg(token.bytes()).arg(u8::from(again));
-            cmd.arg(io.ctx.options.answer_ttl_ms())
-                .arg(&io.ctx.keys.channel);
+            cmd.arg(io.ctx.options.answer_ttl_ms()).arg(&part.channel);
             cmd
         })
         .await
@@ -236,7 +236,8 @@ pub(super) fn nack(
     let (id, fence) = (job.id.clone(), job.fence);
     Ok(s.task(move |io, reply| async move {
         let token = Token::new();
-        let keys = keys_with(&io.ctx, &[io.ctx.keys.of_token("ans", &token)]);
+        let part = io.ctx.parts().of_id(&id);
+        let keys = keys_with(part, &[part.of_token("ans", &token)]);
         let o = &io.ctx.options;
         let answer = script_with_retry_flag(&io, &NACK, |again| {
             let mut cmd = NACK.command(&keys);
@@ -279,7 +280,7 @@ pub(super) fn extend(
     let lease = lease_micros(lease)?;
     let (id, fence) = (job.id.clone(), job.fence);
     Ok(s.task(move |io, reply| async move {
-        let mut cmd = EXTEND.command(&io.ctx.keys.fixed);
+        let mut cmd = EXTEND.command(&io.ctx.parts().of_id(&id).fixed);
         cmd.arg(&id).arg(fence).arg(lease);
         let answer = io.script(&EXTEND, &cmd).await.map(|v| {
             let kept = int(&v) == Some(1);
@@ -302,34 +303,49 @@ pub(super) fn dead_letters(
             let _ = reply.send(Ok(Vec::new()));
             return;
         }
-        let mut cmd = DEAD.command(&io.ctx.keys.fixed);
-        cmd.arg(0).arg(limit - 1);
-        let answer = io.script(&DEAD, &cmd).await.and_then(|v| {
-            let items = array(v)?;
-            Ok(items
-                .chunks(4)
-                .filter_map(|item| {
-                    let [id, payload, attempts, at] = item else {
-                        return None;
-                    };
-                    Some(DeadLetter {
-                        id: String::from_utf8_lossy(&bytes(id.clone())).into_owned(),
-                        payload: bytes(payload.clone()),
-                        attempts: int(attempts).unwrap_or(0).try_into().unwrap_or(u32::MAX),
-                        at: time_of(int(at).unwrap_or(0)),
-                    })
-                })
-                .collect())
-        });
-        let _ = reply.send(answer);
+        // The oldest `limit` of each partition, merged by when they died.
+        let mut all = Vec::new();
+        for part in io.ctx.parts().iter() {
+            let mut cmd = DEAD.command(&part.fixed);
+            cmd.arg(0).arg(limit - 1);
+            match io.script(&DEAD, &cmd).await.and_then(read_dead) {
+                Ok(mut some) => all.append(&mut some),
+                Err(err) => {
+                    let _ = reply.send(Err(err));
+                    return;
+                }
+            }
+        }
+        all.sort_by_key(|dead| dead.at);
+        all.truncate(limit);
+        let _ = reply.send(Ok(all));
     }))
+}
+
+/// `dead.lua`'s answer: id, payload, attempts, when, per dead letter.
+fn read_dead(reply: Value) -> Result<Vec<DeadLetter>, QueueError> {
+    let items = array(reply)?;
+    Ok(items
+        .chunks(4)
+        .filter_map(|item| {
+            let [id, payload, attempts, at] = item else {
+                return None;
+            };
+            Some(DeadLetter {
+                id: String::from_utf8_lossy(&bytes(id.clone())).into_owned(),
+                payload: bytes(payload.clone()),
+                attempts: int(attempts).unwrap_or(0).try_into().unwrap_or(u32::MAX),
+                at: time_of(int(at).unwrap_or(0)),
+            })
+        })
+        .collect())
 }
 
 pub(super) fn job(s: &Shared, id: &str) -> Result<Pending<Option<JobInfo>>, QueueError> {
     check_id(id)?;
     let id = id.to_string();
     Ok(s.task(move |io, reply| async move {
-        let mut cmd = JOB.command(&io.ctx.keys.fixed);
+        let mut cmd = JOB.command(&io.ctx.parts().of_id(&id).fixed);
         cmd.arg(&id);
         let answer = io.script(&JOB, &cmd).await.and_then(|v| read_job(id, v));
         let _ = reply.send(answer);
@@ -367,30 +383,58 @@ pub(super) fn purge_dead(s: &Shared, limit: usize) -> Result<Pending<usize>, Que
         ));
     }
     Ok(s.task(move |io, reply| async move {
-        let token = Token::new();
-        let keys = keys_with(&io.ctx, &[io.ctx.keys.of_token("ans", &token)]);
-        let answer = script_with_retry_flag(&io, &PURGE, |again| {
-            let mut cmd = PURGE.command(&keys);
-            cmd.arg(limit).arg(token.bytes()).arg(u8::from(again));
-            cmd.arg(io.ctx.options.answer_ttl_ms());
-            cmd
-        })
-        .await
-        .map(|v| int(&v).unwrap_or(0).max(0) as usize);
-        let _ = reply.send(answer);
+        // Partition by partition, until `limit` are gone.
+        let mut purged = 0;
+        for part in io.ctx.parts().iter() {
+            if purged == limit {
+                break;
+            }
+            let token = Token::new();
+            let keys = keys_with(part, &[part.of_token("ans", &token)]);
+            let answer = script_with_retry_flag(&io, &PURGE, |again| {
+                let mut cmd = PURGE.command(&keys);
+                cmd.arg(limit - purged)
+                    .arg(token.bytes())
+                    .arg(u8::from(again));
+                cmd.arg(io.ctx.options.answer_ttl_ms());
+                cmd
+            })
+            .await
+            .map(|v| int(&v).unwrap_or(0).max(0) as usize);
+            match answer {
+                Ok(n) => purged += n.min(limit - purged),
+                Err(err) => {
+                    let _ = reply.send(if purged == 0 { Err(err) } else { Ok(purged) });
+                    return;
+                }
+            }
+        }
+        let _ = reply.send(Ok(purged));
     }))
 }
 
 pub(super) fn len(s: &Shared) -> Pending<(u64, u64)> {
     s.task(move |io, reply| async move {
-        let mut pipe = redis::pipe();
-        pipe.zcard(io.ctx.keys.due()).zcard(io.ctx.keys.dead());
-        let answer = io
-            .retry(|mut conn, _| {
-                let pipe = &pipe;
-                async move { pipe.query_async::<(u64, u64)>(&mut conn).await }
-            })
-            .await;
+        // A pipeline per partition: a cluster client refuses one across
+        // slots.
+        let mut answer = Ok((0, 0));
+        for part in io.ctx.parts().iter() {
+            if answer.is_err() {
+                break;
+            }
+            let mut pipe = redis::pipe();
+            pipe.zcard(part.due()).zcard(part.dead());
+            let sizes = io
+                .retry(|mut conn, _| {
+                    let pipe = &pipe;
+                    async move { pipe.query_async::<(u64, u64)>(&mut conn).await }
+                })
+                .await;
+            answer = match (answer, sizes) {
+                (Ok((live, dead)), Ok((l, d))) => Ok((live + l, dead + d)),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+        }
         if let Ok(sizes) = answer {
             io.ctx.counters.sizes.set(sizes);
         }

@@ -26,7 +26,13 @@ pub(super) struct Options {
     /// how long it waits for them.
     pub(super) replicas: u32,
     pub(super) replica_timeout: Duration,
+    /// Partitions of the queue (see `keys.rs`); `None`: as stored, or 1
+    /// for a new queue.
+    pub(super) partitions: Option<u16>,
 }
+
+/// The most partitions a queue can have.
+pub(super) const MAX_PARTITIONS: u16 = 1024;
 
 /// The most replicas a schedule can wait for.
 pub(super) const MAX_REPLICAS: u32 = 16;
@@ -61,6 +67,7 @@ impl Default for Options {
             allow_eviction: false,
             replicas: 0,
             replica_timeout: Duration::from_secs(1),
+            partitions: None,
         }
     }
 }
@@ -70,7 +77,7 @@ impl Options {
     pub(super) fn check(&self) -> Result<(), QueueError> {
         let within = |d: Duration, min: Duration, max: Duration| d >= min && d <= max;
         let ms = Duration::from_millis(1);
-        let checks: [(bool, &'static str); 13] = [
+        let checks: [(bool, &'static str); 14] = [
             (
                 within(self.lease, ms, MAX_LEASE),
                 "the lease must be from 1 ms to 24 h",
@@ -118,6 +125,11 @@ impl Options {
             (
                 within(self.replica_timeout, ms, Duration::from_secs(60)),
                 "the replica timeout must be from 1 ms to 60 s",
+            ),
+            (
+                self.partitions
+                    .is_none_or(|n| (1..=MAX_PARTITIONS).contains(&n)),
+                "a queue has from 1 to 1024 partitions",
             ),
             (
                 self.replicas == 0 || self.replica_timeout < self.io_timeout,

@@ -35,12 +35,13 @@ pub(super) fn min_gap(retention: Duration) -> Duration {
     (retention / 8).clamp(Duration::from_millis(10), Duration::from_secs(10))
 }
 
-pub(super) async fn trimmer(io: Io) {
+/// Trims partition `part`'s ended ids (one trimmer per partition).
+pub(super) async fn trimmer(io: Io, part: usize) {
     let ctx = &io.ctx;
     let retention = ctx.options.retention;
     let gap = min_gap(retention);
     loop {
-        let mut cmd = TRIM.command(&ctx.keys.fixed);
+        let mut cmd = TRIM.command(&ctx.parts().get(part).fixed);
         cmd.arg(micros(retention)).arg(TRIM_LIMIT);
         let sleep = match io.script(&TRIM, &cmd).await.and_then(array) {
             Ok(reply) => {
@@ -67,7 +68,15 @@ pub(super) async fn trimmer(io: Io) {
             None => {
                 // Nothing ended: wait for this process to end a job (then
                 // its id is due to go a retention later), or the longest gap.
-                let woken = tokio::time::timeout(MAX_GAP, ctx.trim_wake.notified()).await;
+                let woken = tokio::time::timeout(
+                    MAX_GAP,
+                    ctx.trim_wake
+                        .get()
+                        .map(|w| &w[part])
+                        .expect("made with the partitions")
+                        .notified(),
+                )
+                .await;
                 if woken.is_ok() {
                     tokio::time::sleep(retention.clamp(gap, MAX_GAP)).await;
                 }

@@ -189,10 +189,10 @@ impl Reach {
     }
 
     /// A pub/sub connection to one of the nodes (a cluster's `PUBLISH`
-    /// reaches every node), subscribed to `channel`.
+    /// reaches every node), subscribed to `channels` (one a partition).
     pub(super) async fn subscribe(
         &self,
-        channel: &str,
+        channels: &[&str],
         attempt: usize,
     ) -> Result<PubSub, redis::RedisError> {
         self.install_crypto();
@@ -204,7 +204,7 @@ impl Reach {
         let mut pubsub = tokio::time::timeout(self.io_timeout, client.get_async_pubsub())
             .await
             .map_err(|_| timed_out())??;
-        tokio::time::timeout(self.io_timeout, pubsub.subscribe(channel))
+        tokio::time::timeout(self.io_timeout, pubsub.subscribe(channels))
             .await
             .map_err(|_| timed_out())??;
         Ok(pubsub)

@@ -1,0 +1,257 @@
+//! A claim round: the script calls a consumer's claim loop makes at one
+//! wake-up, over the partitions whose jobs are due (see `claimer.rs`).
+
+use alloc::string::ToString;
+use alloc::vec::Vec;
+use core::time::Duration;
+use std::time::Instant;
+
+use super::batched::{acked, AckJob, ACK};
+use super::claimer::release;
+use super::counters::bump;
+use super::keys::Token;
+use super::knowledge::{Anchor, Knowledge};
+use super::lanes::Batched;
+use super::link::Io;
+use super::lua::lua;
+use super::ops::{array, delivery, int};
+use super::options::micros;
+use super::outcome::{Acked, Delivery};
+use super::QueueError;
+use crate::event::event;
+
+lua!(CLAIM, "claim.lua", records);
+
+/// What a claim saw.
+pub(super) struct Claimed {
+    /// The server's clock in the script, and when its reply arrived here.
+    pub(super) anchor: Anchor,
+    pub(super) next: Option<i64>,
+    /// The answers to the acks it carried, in order.
+    pub(super) acked: Vec<Acked>,
+    pub(super) jobs: Vec<Delivery>,
+}
+
+/// Which partitions a claim takes from, and how many jobs from each:
+/// `want` spread evenly over the `claimable` ones, the oldest due first
+/// (unknown ones count as oldest), at most one partition per job wanted.
+pub(super) fn spread(
+    ks: &[Knowledge],
+    mut claimable: Vec<usize>,
+    want: usize,
+) -> Vec<(usize, usize)> {
+    claimable.sort_by_key(|&p| if ks[p].known { ks[p].next } else { None });
+    claimable.truncate(want.max(1));
+    let (each, extra) = (want / claimable.len(), want % claimable.len());
+    claimable
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (p, (each + usize::from(i < extra)).max(1)))
+        .collect()
+}
+
+/// What one partition's call of a round answered.
+enum Answer {
+    Claimed(Claimed),
+    Acked(Vec<Acked>),
+}
+
+/// One round: claims from each partition of `plan` (partition, most jobs),
+/// each carrying the acks of its partition; the acks of other partitions
+/// go alone, at the same time. Answers the claims by partition and the
+/// acks' answers in `acks`' order. If any call fails, the jobs the others
+/// claimed are handed back and the round fails: a fetch cannot tell which
+/// of its acks were made.
+pub(super) async fn claim_round(
+    io: &Io,
+    plan: &[(usize, usize)],
+    acks: Vec<AckJob>,
+) -> Result<(Vec<(usize, Claimed)>, Vec<Acked>), QueueError> {
+    let n = acks.len();
+    let parts = io.ctx.parts();
+    let mut by_part: Vec<(Vec<usize>, Vec<AckJob>)> =
+        (0..parts.len()).map(|_| (Vec::new(), Vec::new())).collect();
+    for (i, ack) in acks.into_iter().enumerate() {
+        let (at, jobs) = &mut by_part[parts.of(ack.id())];
+        at.push(i);
+        jobs.push(ack);
+    }
+    let mut calls: Vec<(usize, Option<usize>, Vec<AckJob>)> = Vec::new();
+    for &(part, max) in plan {
+        calls.push((part, Some(max), core::mem::take(&mut by_part[part].1)));
+    }
+    for (part, (_, jobs)) in by_part.iter_mut().enumerate() {
+        if !jobs.is_empty() {
+            calls.push((part, None, core::mem::take(jobs)));
+        }
+    }
+    let answers: Vec<(usize, Result<Answer, QueueError>)> = if calls.len() == 1 {
+        // One partition (the usual case): no task of its own.
+        let (part, max, jobs) = calls.remove(0);
+        alloc::vec![(part, call(io, part, max, &jobs).await)]
+    } else {
+        let mut set = tokio::task::JoinSet::new();
+        for (part, max, jobs) in calls {
+            let io = io.clone();
+            set.spawn(async move { (part, call(&io, part, max, &jobs).await) });
+        }
+        let mut answers = Vec::new();
+        while let Some(done) = set.join_next().await {
+            answers.push(done.map_err(|e| QueueError::Server(e.to_string()))?);
+        }
+        answers
+    };
+    let mut claims = Vec::new();
+    let mut acked: Vec<Option<Acked>> = alloc::vec![None; n];
+    let mut failed = None;
+    for (part, answer) in answers {
+        let answers = match answer {
+            Ok(Answer::Claimed(mut claimed)) => {
+                let answers = core::mem::take(&mut claimed.acked);
+                claims.push((part, claimed));
+                answers
+            }
+            Ok(Answer::Acked(answers)) => answers,
+            Err(err) => {
+                failed = Some(err);
+                continue;
+            }
+        };
+        for (&i, answer) in by_part[part].0.iter().zip(answers) {
+            acked[i] = Some(answer);
+        }
+    }
+    if let Some(err) = failed {
+        let claimed: Vec<Delivery> = claims.into_iter().flat_map(|(_, c)| c.jobs).collect();
+        if !claimed.is_empty() {
+            release(io, &claimed).await;
+        }
+        return Err(err);
+    }
+    let acked = acked
+        .into_iter()
+        .collect::<Option<Vec<Acked>>>()
+        .ok_or_else(|| QueueError::Server(alloc::string::String::from("an ack went unanswered")))?;
+    Ok((claims, acked))
+}
+
+/// A claim of up to `max` jobs from partition `part` carrying `acks`, or
+/// (`max` none) the acks alone.
+async fn call(
+    io: &Io,
+    part: usize,
+    max: Option<usize>,
+    acks: &[AckJob],
+) -> Result<Answer, QueueError> {
+    match max {
+        Some(max) => claim(io, part, max, acks).await.map(Answer::Claimed),
+        None => ack(io, part, acks).await.map(Answer::Acked),
+    }
+}
+
+/// Runs the ack script alone: for acks that cannot wait for a claim.
+async fn ack(io: &Io, part: usize, acks: &[AckJob]) -> Result<Vec<Acked>, QueueError> {
+    let keys = io.ctx.parts().get(part);
+    let reply = io
+        .script(&ACK, &AckJob::command(acks, &io.ctx, keys))
+        .await?;
+    Ok(acked(&array(reply)?, &io.ctx))
+}
+
+/// Runs the claim script on partition `part` for up to `max` jobs,
+/// acking `acks` (of that partition) first.
+async fn claim(io: &Io, part: usize, max: usize, acks: &[AckJob]) -> Result<Claimed, QueueError> {
+    let ctx = &io.ctx;
+    let o = &ctx.options;
+    let token = Token::new();
+    let part_keys = ctx.parts().get(part);
+    let mut keys: Vec<alloc::string::String> = part_keys.fixed.to_vec();
+    keys.push(part_keys.of_token("claim", &token));
+    let ttl_ms = u64::try_from(o.lease.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    bump(&ctx.counters.claims, 1);
+    let reply = io
+        .retry(|conn, again| {
+            let mut cmd = CLAIM.command(&keys);
+            cmd.arg(max).arg(micros(o.lease)).arg(o.max_attempts);
+            cmd.arg(micros(o.threshold))
+                .arg(o.on_missed)
+                .arg(micros(o.window));
+            cmd.arg(token.bytes()).arg(u8::from(again)).arg(ttl_ms);
+            for ack in acks {
+                ack.args(&mut cmd);
+            }
+            async move { CLAIM.run(conn, &cmd).await }
+        })
+        .await?;
+    let received = Instant::now();
+    let mut items = array(reply)?.into_iter();
+    let mut head = [0i64; 5];
+    for slot in &mut head {
+        *slot = items.next().as_ref().and_then(int).ok_or_else(|| {
+            QueueError::Server(alloc::string::String::from("unexpected claim reply"))
+        })?;
+    }
+    let [now, next, dead, discarded, spread] = head;
+    let answered = items.next().as_ref().and_then(int).unwrap_or(0);
+    let answers: Vec<redis::Value> = items.by_ref().take(answered.max(0) as usize).collect();
+    if answers.len() != acks.len() {
+        return Err(QueueError::Server(alloc::string::String::from(
+            "a claim answered the wrong number of acks",
+        )));
+    }
+    let acked = acked(&answers, ctx);
+    let c = &ctx.counters;
+    bump(&c.dead_lettered, dead as u64);
+    bump(&c.discarded, discarded as u64);
+    bump(&c.spread, spread as u64);
+    if dead > 0 {
+        event!(
+            warn,
+            "jobs dead-lettered (out of attempts, or missed under the dead-letter policy)",
+            queue = ctx.identity,
+            count = dead
+        );
+    }
+    if discarded > 0 {
+        event!(
+            warn,
+            "missed jobs discarded by the misfire policy",
+            queue = ctx.identity,
+            count = discarded
+        );
+    }
+    if spread > 0 {
+        event!(
+            info,
+            "missed jobs spread by the misfire policy",
+            queue = ctx.identity,
+            count = spread
+        );
+    }
+    let mut jobs = Vec::new();
+    while let Some(job) = delivery(&ctx.identity, &mut items) {
+        let late = now.saturating_sub(micros_of(job.due));
+        c.lateness.record(Duration::from_micros(late.max(0) as u64));
+        bump(&c.delivered, 1);
+        if job.attempt > 1 {
+            bump(&c.redelivered, 1);
+        }
+        jobs.push(job);
+    }
+    Ok(Claimed {
+        anchor: Anchor {
+            local: received,
+            server: now,
+        },
+        next: (next >= 0).then_some(next),
+        acked,
+        jobs,
+    })
+}
+
+fn micros_of(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,14 @@
+-- KEYS: the queue's partition count; the one-partition layout's due and
+-- jobs. ARGV: the count this client asks for, or '' to take the queue's.
+-- Stores a count if the queue has none and answers the queue's count. A
+-- queue with no count stored (new, or made before counts were) has the
+-- count asked for, or one if none was; but one that holds jobs in the
+-- one-partition layout has one partition.
+local have = redis.call('GET', KEYS[1])
+if have then return have end
+local count = ARGV[1]
+if count == '' or redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
+  count = '1'
+end
+redis.call('SET', KEYS[1], count)
+return count
