@@ -164,8 +164,13 @@ fn a_host_name_and_a_database_number() {
         .unwrap();
     assert_eq!(in_db3.len().unwrap(), (1, 0));
     assert_eq!(in_db0.len().unwrap(), (0, 0));
-    // The keys really are in database 3.
-    assert_eq!(server.command(&["DBSIZE"]), ":0\r\n");
+    // The job's keys really are in database 3 (database 0 holds only the
+    // partition count its queue stored at connect).
+    assert_eq!(
+        server.command(&["EXISTS", "tw:{orders}:jobs", "tw:{orders}:due"]),
+        ":0\r\n"
+    );
+    assert_eq!(server.command(&["DBSIZE"]), ":1\r\n");
     round_trip(&in_db0);
 }
 
