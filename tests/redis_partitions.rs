@@ -306,3 +306,76 @@ fn retention_holds_in_every_partition() {
     }
     assert_eq!(q.metrics().trimmed, 1_000);
 }
+
+/// A partition's id, as the queue computes it (FNV-1a 64 of the id's
+/// bytes, modulo the count): part of the data format.
+fn partition_of(id: &str, n: u64) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash % n
+}
+
+/// Without hints, a job in a quiet partition is found by that
+/// partition's poll, even while a backlog in another partition keeps every
+/// claim busy: a round takes in the partitions due a poll, so the quiet
+/// job comes long before the backlog is gone.
+#[test]
+fn a_busy_partition_does_not_put_off_a_quiet_ones_poll() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let q = builder(&server)
+        .partitions(2)
+        .hints(false)
+        .poll_interval(MS * 100)
+        .connect()
+        .unwrap();
+    // A backlog: 4,000 jobs of partition 0, all due at once.
+    let busy: Vec<String> = (0..)
+        .map(|i| format!("busy-{i}"))
+        .filter(|id| partition_of(id, 2) == 0)
+        .take(4_000)
+        .collect();
+    let quiet = (0..)
+        .map(|i| format!("quiet-{i}"))
+        .find(|id| partition_of(id, 2) == 1)
+        .unwrap();
+    let jobs: Vec<(&str, Duration, &[u8])> = busy
+        .iter()
+        .map(|id| (id.as_str(), MS * 100, &b""[..]))
+        .collect();
+    q.schedule_many(&jobs).unwrap();
+    let consumer = q.consumer().unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let taker = {
+        let order = Arc::clone(&order);
+        std::thread::spawn(move || {
+            let give_up = Instant::now() + Duration::from_secs(60);
+            while order.lock().unwrap().len() < 4_001 && Instant::now() < give_up {
+                // Two at a time: the backlog lasts.
+                let jobs = consumer.fetch(2, MS * 50).unwrap();
+                order
+                    .lock()
+                    .unwrap()
+                    .extend(jobs.iter().map(|job| job.id.clone()));
+                consumer.ack_all(&jobs).unwrap();
+            }
+        })
+    };
+    // Once the backlog is being taken, the quiet job.
+    while order.lock().unwrap().len() < 100 {
+        std::thread::sleep(MS);
+    }
+    q.schedule_in(&quiet, MS * 20, b"").unwrap();
+    taker.join().unwrap();
+    let order = order.lock().unwrap();
+    assert_eq!(order.len(), 4_001);
+    let at = order.iter().position(|id| *id == quiet).unwrap();
+    assert!(
+        at < 3_000,
+        "the quiet job came {at}th of 4,001: after the backlog"
+    );
+}

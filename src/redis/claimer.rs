@@ -109,7 +109,6 @@ pub(super) async fn run(
     let mut ks: Vec<Knowledge> = (0..io.ctx.parts().len())
         .map(|_| Knowledge::unknown(slack))
         .collect();
-    let mut poll_at = Instant::now();
     let mut sleep = timer.sleep_until(far_future());
     let mut sleep_at = far_future();
     // The sleep fired: something is due, by the timer's window.
@@ -133,13 +132,22 @@ pub(super) async fn run(
         // to wait included); only then does its deadline count. Acks ride
         // along.
         let now = Instant::now();
-        let claimable: Vec<usize> = if waiting.is_empty() {
+        let mut claimable: Vec<usize> = if waiting.is_empty() {
             Vec::new()
         } else {
             (0..ks.len())
                 .filter(|&p| ks[p].claimable(woke, now))
                 .collect()
         };
+        if !claimable.is_empty() {
+            // A round goes anyway: partitions due a poll join it, so that
+            // busy partitions, always claimable, cannot keep a quiet one
+            // from its poll (the claim reads its head as a poll would).
+            let polls: Vec<usize> = (0..ks.len())
+                .filter(|p| now >= ks[*p].poll_at && !claimable.contains(p))
+                .collect();
+            claimable.extend(polls);
+        }
         if !claimable.is_empty() {
             woke = false;
             let want = waiting
@@ -160,9 +168,9 @@ pub(super) async fn run(
                             .is_some_and(|next| next <= claimed.anchor.server);
                         k.anchor = Some(claimed.anchor);
                         k.learn(claimed.next);
+                        k.poll_at = Instant::now() + poll_gap(poll);
                         jobs.extend(claimed.jobs);
                     }
-                    poll_at = Instant::now() + poll_gap(poll);
                     give_acks(&mut waiting, acked);
                     if several {
                         // Oldest first across partitions (a claim's own
@@ -183,15 +191,18 @@ pub(super) async fn run(
             }
             continue;
         }
-        if !waiting.is_empty() && now >= poll_at {
+        if !waiting.is_empty() && ks.iter().any(|k| now >= k.poll_at) {
             for (part, k) in ks.iter_mut().enumerate() {
+                if now < k.poll_at {
+                    continue;
+                }
                 bump(&io.ctx.counters.polls, 1);
                 match head(&io, part).await {
                     Ok(next) => k.learn(next),
                     Err(_) => k.known = false,
                 }
+                k.poll_at = Instant::now() + poll_gap(poll);
             }
-            poll_at = Instant::now() + poll_gap(poll);
             continue;
         }
         // No claim now. Acks wait for the next claim if it comes soon, and
@@ -232,7 +243,12 @@ pub(super) async fn run(
         let other = waiting
             .iter()
             .filter_map(|f| f.deadline)
-            .chain((!waiting.is_empty()).then_some(poll_at))
+            .chain(
+                ks.iter()
+                    .map(|k| k.poll_at)
+                    .min()
+                    .filter(|_| !waiting.is_empty()),
+            )
             .min()
             .unwrap_or_else(far_future);
         tokio::select! {

@@ -59,6 +59,10 @@ pub(super) struct Knowledge {
     pub(super) backlog: bool,
     /// How late past `next` a claim may come (the wake-up slack, µs).
     pub(super) slack: i64,
+    /// When to poll the head, in case hints were lost: pushed back by
+    /// every claim and poll of this partition (of this one only, so that
+    /// claims of busy partitions never put off a quiet one's poll).
+    pub(super) poll_at: Instant,
 }
 
 impl Knowledge {
@@ -70,6 +74,7 @@ impl Knowledge {
             known: false,
             backlog: false,
             slack,
+            poll_at: Instant::now(),
         }
     }
 
