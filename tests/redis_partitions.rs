@@ -379,3 +379,41 @@ fn a_busy_partition_does_not_put_off_a_quiet_ones_poll() {
         "the quiet job came {at}th of 4,001: after the backlog"
     );
 }
+
+/// An idle consumer of 8 partitions polls each partition once per poll
+/// interval (1 s plus up to a quarter), whatever its threads' timeouts:
+/// about 8 / 1.125 commands a second, never more than 8.
+#[test]
+fn idle_cost_is_one_poll_per_partition_per_interval() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let q = partitioned(&server, 8);
+    let consumer = Arc::new(q.consumer().unwrap());
+    let stop = Arc::new(core::sync::atomic::AtomicBool::new(false));
+    let threads: Vec<_> = [5_000, 300, 50]
+        .into_iter()
+        .map(|timeout_ms| {
+            let (consumer, stop) = (Arc::clone(&consumer), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                while !stop.load(core::sync::atomic::Ordering::Relaxed) {
+                    assert!(consumer.fetch(1, MS * timeout_ms).unwrap().is_empty());
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(MS * 1_500);
+    let before = server.commands_processed();
+    std::thread::sleep(Duration::from_secs(6));
+    let per_second = (server.commands_processed() - before - 1) as f64 / 6.0;
+    stop.store(true, core::sync::atomic::Ordering::Relaxed);
+    consumer.close();
+    for thread in threads {
+        let _ = thread.join();
+    }
+    eprintln!("idle, 8 partitions: {per_second:.2} commands/s");
+    assert!(
+        (5.0..=8.0).contains(&per_second),
+        "{per_second} commands/s idle"
+    );
+}
