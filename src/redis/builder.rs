@@ -184,8 +184,10 @@ impl QueueBuilder {
 
     /// Splits the queue into `partitions` partitions (default 1, at most
     /// 1,024), each a whole queue under a hash tag of its own
-    /// (`{name:k}`), so that a Redis Cluster spreads them over its shards:
-    /// one queue can then use every shard's core and memory, and a
+    /// (`{name:k}`, or `{name:k.s}` with a salt that spaces the partitions
+    /// evenly over the cluster's slots), so that a Redis Cluster spreads
+    /// them evenly over its shards: one queue can then use every shard's
+    /// core and memory, and a
     /// shard's failover touches only its partitions. A job lives in the
     /// partition of its id (the FNV-1a hash of the id, modulo the count),
     /// so every call about one job is still one script on one slot, and

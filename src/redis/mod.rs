@@ -14,7 +14,8 @@
 //! A queue is six keys under one hash tag (`tw:{name}:…`, so a Redis
 //! Cluster keeps them in one slot; a queue of several
 //! [partitions](QueueBuilder::partitions) is that many such sets, under
-//! `{name:0}`, `{name:1}`, …, which a cluster spreads over its shards),
+//! `{name:0}`, `{name:1}`, … (salted where that spaces them evenly over
+//! the slots), which a cluster spreads over its shards),
 //! changed only by Lua scripts
 //! (`src/redis/scripts/`, their data model in `common.lua`), each one
 //! atomic:

@@ -2,9 +2,10 @@
 //!
 //! A queue of one partition keeps its keys under the hash tag `{name}`, so
 //! a Redis Cluster holds all of them in one slot. A queue of `n > 1`
-//! partitions keeps partition `k`'s keys under `{name:k}`: each partition
-//! is a whole queue of its own (the same keys, the same scripts), and a
-//! cluster spreads the partitions over its shards. A job lives in the
+//! partitions keeps partition `k`'s keys under `{name:k}` or, where a salt
+//! spaces the partitions evenly over the slots, `{name:k.s}` (see `tag`):
+//! each partition is a whole queue of its own (the same keys, the same
+//! scripts), and a cluster spreads the partitions over its shards. A job lives in the
 //! partition [`Partitions::of`] its id, so every call about one job is a
 //! script on one slot. The count is kept in `tw:{name}:partitions`; a
 //! queue cannot change it (ids would move): `connect` refuses a builder
@@ -30,12 +31,12 @@ pub(super) struct Partitions {
 
 impl Partitions {
     /// `n` partitions of queue `queue`; `n == 1` is the one-partition
-    /// layout (`{queue}`), `n > 1` partition `k` is `{queue:k}`.
+    /// layout (`{queue}`), `n > 1` partition `k`'s tag is [`tag`].
     pub(super) fn new(queue: &str, n: u16) -> Partitions {
         let parts = if n <= 1 {
             alloc::vec![Keys::new(queue)]
         } else {
-            (0..n).map(|k| Keys::new(&format!("{queue}:{k}"))).collect()
+            (0..n).map(|k| Keys::new(&tag(queue, k, n))).collect()
         };
         Partitions { parts }
     }
@@ -131,6 +132,47 @@ pub(super) async fn set_partitions(ctx: &Arc<Ctx>, conn: &Conn) -> Result<(), Qu
     Ok(())
 }
 
+/// Redis Cluster's slots.
+const SLOTS: u32 = 16_384;
+
+/// Partition `k` of `n`'s hash tag: `queue:k`, or `queue:k.s` with the
+/// smallest `s` that puts the tag's slot in the `k`-th `n`-th of the slot
+/// space. A cluster gives its masters contiguous ranges of slots (an even
+/// split, unless resharded), so partitions spaced evenly over the slots
+/// spread evenly over the masters: 12 partitions on 3 masters are 4 on
+/// each, where plain `queue:k` tags fell 6/2/4. Part of the data format.
+fn tag(queue: &str, k: u16, n: u16) -> String {
+    let (k, n) = (u32::from(k), u32::from(n));
+    let (low, high) = (k * SLOTS / n, (k + 1) * SLOTS / n);
+    let fits = |tag: &str| (low..high).contains(&slot(tag));
+    let plain = format!("{queue}:{k}");
+    if fits(&plain) {
+        return plain;
+    }
+    // A range of at least 16 slots: about a thousand tries at worst.
+    (1u32..)
+        .map(|s| format!("{queue}:{k}.{s}"))
+        .find(|tag| fits(tag))
+        .unwrap_or(plain)
+}
+
+/// The slot of a key whose hash tag is `tag`: CRC16 (XMODEM) of the tag,
+/// modulo 16,384, as Redis Cluster computes it.
+fn slot(tag: &str) -> u32 {
+    let mut crc: u16 = 0;
+    for byte in tag.bytes() {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    u32::from(crc) % SLOTS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,10 +184,13 @@ mod tests {
         assert_eq!(one.get(0).due(), "tw:{orders}:due");
         assert_eq!(one.of("anything"), 0);
         let eight = Partitions::new("orders", 8);
-        assert_eq!(eight.get(3).due(), "tw:{orders:3}:due");
-        assert_eq!(eight.get(3).channel, "tw:{orders:3}:wake");
+        let third = tag("orders", 3, 8);
+        assert!(third.starts_with("orders:3"), "{third}");
+        assert_eq!(eight.get(3).due(), format!("tw:{{{third}}}:due"));
+        assert_eq!(eight.get(3).channel, format!("tw:{{{third}}}:wake"));
         assert_eq!(Partitions::count_key("orders"), "tw:{orders}:partitions");
-        assert_eq!(eight.of_channel("tw:{orders:5}:wake"), Some(5));
+        let fifth = format!("tw:{{{}}}:wake", tag("orders", 5, 8));
+        assert_eq!(eight.of_channel(&fifth), Some(5));
         // FNV-1a 64 of "", "a" and "order-1017" (reference values), mod 8.
         assert_eq!(eight.of(""), (0xcbf2_9ce4_8422_2325_u64 % 8) as usize);
         assert_eq!(eight.of("a"), (0xaf63_dc4c_8601_ec8c_u64 % 8) as usize);
@@ -158,5 +203,29 @@ mod tests {
             counts.iter().all(|&c| (1063..=1438).contains(&c)),
             "{counts:?}"
         );
+    }
+
+    #[test]
+    fn slots_are_redis_cluster_slots() {
+        // `CLUSTER KEYSLOT` of these keys (Redis's own test vectors, and
+        // two asked of redis-server 7.0.15: `orders`, `tw:{orders:3.5}:due`).
+        assert_eq!(slot("123456789"), 12_739);
+        assert_eq!(slot("foo"), 12_182);
+        assert_eq!(slot("orders"), 105);
+        assert_eq!(slot("orders:3.5"), 7_762);
+    }
+
+    #[test]
+    fn partitions_spread_evenly_over_the_slots() {
+        for n in [2u16, 3, 8, 12, 100, 1024] {
+            for k in 0..n {
+                let at = slot(&tag("orders", k, n));
+                let (k, n) = (u32::from(k), u32::from(n));
+                assert!(
+                    (k * SLOTS / n..(k + 1) * SLOTS / n).contains(&at),
+                    "partition {k} of {n} at slot {at}"
+                );
+            }
+        }
     }
 }
