@@ -19,7 +19,13 @@
 //! cargo bench --bench redis_queue -- --only-slow 3 # 3 rounds of the 1 000/s lateness run, both taking turns
 //! cargo bench --bench redis_queue -- --only-priority 3 # 3 rounds of schedules without and with priorities
 //! cargo bench --bench redis_queue -- --only-round-trips 3 # 3 rounds of cheap calls one at a time through each client
+//! cargo bench --bench redis_queue -- --only-cluster 2 # 2 rounds on a six-node cluster, 1 and 12 partitions taking turns
 //! ```
+//!
+//! `--only-cluster` starts a Redis Cluster of its own (3 masters, 3
+//! replicas) and runs one queue on it with 1 partition and with 12:
+//! schedule rate, burst delivery, each master's share of the commands and
+//! its CPU (`redis_queue/cluster.rs`).
 //!
 //! **Peers.** Every producer issues one job per call with 200 calls in
 //! flight; every consumer side runs in one process.
@@ -53,12 +59,17 @@ use core::time::Duration;
 
 #[path = "redis_queue/bullmq.rs"]
 mod bullmq;
+#[path = "redis_queue/cluster.rs"]
+mod cluster;
 #[path = "redis_queue/common.rs"]
 mod common;
 #[path = "workloads/cpu.rs"]
 mod cpu;
 #[path = "redis_queue/poller.rs"]
 mod poller;
+#[allow(dead_code, reason = "the tests' failover helpers are not used here")]
+#[path = "../tests/support/redis_cluster.rs"]
+mod redis_cluster;
 #[path = "../tests/support/redis_server.rs"]
 mod redis_server;
 #[path = "redis_queue/stats.rs"]
@@ -207,6 +218,11 @@ fn main() {
     }
     if let Some(rounds) = flag_value("--only-priority") {
         priority_rounds(&server, &rt, &sizes, rounds);
+        return;
+    }
+    if let Some(rounds) = flag_value("--only-cluster") {
+        drop(server);
+        cluster_rounds(&rt, sizes.jobs / 2, rounds);
         return;
     }
     let bullmq = BullMq::prepare();
@@ -686,6 +702,29 @@ fn slow_rounds(server: &RedisServer, rt: &tokio::runtime::Runtime, sizes: &Sizes
             println!("\n{note}\n");
         }
     }
+}
+
+/// `rounds` rounds on one six-node cluster, 1 and 12 partitions taking
+/// turns (the first mover alternating).
+fn cluster_rounds(rt: &tokio::runtime::Runtime, n: usize, rounds: usize) {
+    let cluster = redis_cluster::RedisCluster::start_or_skip().expect("a redis-server");
+    println!(
+        "cluster: {} nodes, ports {:?}",
+        cluster.nodes.len(),
+        cluster
+            .nodes
+            .iter()
+            .map(RedisServer::port)
+            .collect::<Vec<_>>()
+    );
+    let mut runs = Vec::new();
+    for round in 0..rounds {
+        let order: [u16; 2] = if round % 2 == 0 { [1, 12] } else { [12, 1] };
+        for partitions in order {
+            runs.push(rt.block_on(cluster::run(&cluster, partitions, round, n)));
+        }
+    }
+    cluster::print(&runs, n);
 }
 
 fn flush(server: &RedisServer) {

@@ -24,7 +24,7 @@ pub(crate) fn info(server: &RedisServer, sections: &[&str]) -> BTreeMap<String, 
 }
 
 /// redis-server's CPU time so far, user + system, in seconds (`INFO cpu`).
-fn redis_cpu(info: &BTreeMap<String, String>) -> f64 {
+pub(crate) fn redis_cpu(info: &BTreeMap<String, String>) -> f64 {
     ["used_cpu_sys", "used_cpu_user"]
         .iter()
         .map(|k| {

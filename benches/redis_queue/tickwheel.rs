@@ -134,7 +134,7 @@ pub(crate) async fn schedule_ranked(server: &RedisServer, n: usize, ranked: bool
 /// (`ack_and_fetch`: the acks ride in the next claim's script call, as a
 /// BullMQ worker completes a job and takes the next in one call), until
 /// `stop`; the last batch is acked alone.
-fn consume(
+pub(crate) fn consume(
     consumer: &Arc<AsyncConsumer>,
     tally: &Arc<Tally>,
     stop: &Arc<AtomicBool>,
