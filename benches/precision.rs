@@ -130,6 +130,8 @@ mod jdk;
 )]
 #[path = "workloads/machine.rs"]
 mod machine;
+#[path = "precision/peers.rs"]
+mod peers;
 #[path = "peers/precise_heap.rs"]
 mod precise_heap;
 #[path = "precision/record.rs"]
@@ -151,16 +153,11 @@ use tickwheel::Timer;
 
 use cpu::process_cpu;
 use machine::{load_average, machine_line};
+use peers::{Engine, Peer, Wheel, MIXED_PEERS, UNIFORM_PEERS};
 use precise_heap::PreciseHeap;
 use record::{Record, Recorder, UNFIRED};
 use table::WindowStats;
 
-/// tickwheel's default tick.
-const MICRO: Duration = Duration::from_micros(1);
-/// The old default tick.
-const MILLI: Duration = Duration::from_millis(1);
-/// `SpinningClock`'s spin before each deadline.
-const SPIN: Duration = Duration::from_micros(200);
 /// From the first schedule to `start`, the origin of the offsets.
 const LEAD: Duration = Duration::from_millis(50);
 /// The splitmix64 seed of the offsets.
@@ -192,117 +189,6 @@ const SMOKE: Sizes = Sizes {
     spread: Duration::from_millis(200),
     rounds: 1,
 };
-
-/// How a tickwheel peer's `Timer` is built and used.
-#[derive(Clone, Copy)]
-struct Wheel {
-    tick: Duration,
-    /// `SpinningClock`'s spin, or `None` for `SystemClock`.
-    spin: Option<Duration>,
-    /// The builder's slack, and the slack of coarse timers (every timer of
-    /// `uniform`).
-    coarse: Duration,
-    /// The slack of `mixed`'s precise timers.
-    precise: Duration,
-}
-
-#[derive(Clone, Copy)]
-enum Engine {
-    PreciseHeap,
-    /// The JDK's `ScheduledThreadPoolExecutor`, in a process of its own.
-    Jdk,
-    Tickwheel(Wheel),
-}
-
-#[derive(Clone, Copy)]
-struct Peer {
-    name: &'static str,
-    engine: Engine,
-}
-
-impl Peer {
-    const HEAP: Peer = Peer {
-        name: "precise heap",
-        engine: Engine::PreciseHeap,
-    };
-
-    const JDK: Peer = Peer {
-        name: "JDK STPE (1 thread)",
-        engine: Engine::Jdk,
-    };
-
-    const fn wheel(name: &'static str, tick: Duration, slack: Duration) -> Peer {
-        Peer::wheel_with(name, tick, None, slack, slack)
-    }
-
-    const fn wheel_with(
-        name: &'static str,
-        tick: Duration,
-        spin: Option<Duration>,
-        coarse: Duration,
-        precise: Duration,
-    ) -> Peer {
-        Peer {
-            name,
-            engine: Engine::Tickwheel(Wheel {
-                tick,
-                spin,
-                coarse,
-                precise,
-            }),
-        }
-    }
-
-    /// Tick + slack of this peer's coarse or precise timers: how late after
-    /// its requested deadline a timer is still inside its window. `None`
-    /// for the heap.
-    fn window(self, precise: bool) -> Option<Duration> {
-        match self.engine {
-            Engine::PreciseHeap | Engine::Jdk => None,
-            Engine::Tickwheel(wheel) => {
-                Some(wheel.tick + if precise { wheel.precise } else { wheel.coarse })
-            }
-        }
-    }
-}
-
-const UNIFORM_PEERS: [Peer; 10] = [
-    Peer::HEAP,
-    Peer::JDK,
-    Peer::wheel("tickwheel slack 0", MICRO, Duration::ZERO),
-    Peer::wheel("tickwheel slack 50 µs", MICRO, Duration::from_micros(50)),
-    Peer::wheel("tickwheel slack 100 µs", MICRO, Duration::from_micros(100)),
-    Peer::wheel("tickwheel slack 120 µs", MICRO, Duration::from_micros(120)),
-    Peer::wheel(
-        "tickwheel slack 1 ms (default)",
-        MICRO,
-        tickwheel::timer::DEFAULT_SLACK,
-    ),
-    Peer::wheel("tickwheel slack 10 ms", MICRO, Duration::from_millis(10)),
-    Peer::wheel(
-        "tickwheel 1 ms tick, slack 0 (old default)",
-        MILLI,
-        Duration::ZERO,
-    ),
-    Peer::wheel_with(
-        "tickwheel slack 0 + spin 200 µs",
-        MICRO,
-        Some(SPIN),
-        Duration::ZERO,
-        Duration::ZERO,
-    ),
-];
-
-const MIXED_PEERS: [Peer; 2] = [
-    Peer::HEAP,
-    Peer::wheel_with(
-        "tickwheel slack 10 ms / 0",
-        MICRO,
-        None,
-        Duration::from_millis(10),
-        Duration::ZERO,
-    ),
-];
 
 /// What a run schedules: timer `id` is due at `start + offsets[id]`, and is
 /// precise if `precise[id]`.

@@ -222,7 +222,7 @@ fn main() {
     }
     if let Some(rounds) = flag_value("--only-cluster") {
         drop(server);
-        cluster_rounds(&rt, sizes.jobs / 2, rounds);
+        cluster::rounds(&rt, sizes.jobs / 2, rounds);
         return;
     }
     let bullmq = BullMq::prepare();
@@ -702,29 +702,6 @@ fn slow_rounds(server: &RedisServer, rt: &tokio::runtime::Runtime, sizes: &Sizes
             println!("\n{note}\n");
         }
     }
-}
-
-/// `rounds` rounds on one six-node cluster, 1 and 12 partitions taking
-/// turns (the first mover alternating).
-fn cluster_rounds(rt: &tokio::runtime::Runtime, n: usize, rounds: usize) {
-    let cluster = redis_cluster::RedisCluster::start_or_skip().expect("a redis-server");
-    println!(
-        "cluster: {} nodes, ports {:?}",
-        cluster.nodes.len(),
-        cluster
-            .nodes
-            .iter()
-            .map(RedisServer::port)
-            .collect::<Vec<_>>()
-    );
-    let mut runs = Vec::new();
-    for round in 0..rounds {
-        let order: [u16; 2] = if round % 2 == 0 { [1, 12] } else { [12, 1] };
-        for partitions in order {
-            runs.push(rt.block_on(cluster::run(&cluster, partitions, round, n)));
-        }
-    }
-    cluster::print(&runs, n);
 }
 
 fn flush(server: &RedisServer) {

@@ -168,3 +168,26 @@ pub(crate) fn print(runs: &[ClusterRun], n: usize) {
         );
     }
 }
+
+/// `rounds` rounds on one six-node cluster, 1 and 12 partitions taking
+/// turns (the first mover alternating).
+pub(crate) fn rounds(rt: &tokio::runtime::Runtime, n: usize, rounds: usize) {
+    let cluster = RedisCluster::start_or_skip().expect("a redis-server");
+    println!(
+        "cluster: {} nodes, ports {:?}",
+        cluster.nodes.len(),
+        cluster
+            .nodes
+            .iter()
+            .map(crate::redis_server::RedisServer::port)
+            .collect::<Vec<_>>()
+    );
+    let mut runs = Vec::new();
+    for round in 0..rounds {
+        let order: [u16; 2] = if round % 2 == 0 { [1, 12] } else { [12, 1] };
+        for partitions in order {
+            runs.push(rt.block_on(run(&cluster, partitions, round, n)));
+        }
+    }
+    print(&runs, n);
+}
