@@ -27,7 +27,7 @@ use crate::common::{lanes, until_delivered, Plan, Tally, IN_FLIGHT, PAYLOAD};
 use crate::cpu::process_cpu;
 use crate::redis_cluster::RedisCluster;
 use crate::stats::{command_counts, info, redis_cpu, reset_counts};
-use crate::tickwheel::consume;
+use crate::tickwheel::{consume, schedule_plan};
 
 /// The burst's jobs are all due within this window: more than the
 /// consumer can take, so the rate is its capacity.
@@ -104,15 +104,7 @@ pub(crate) async fn run(
     // is about done.
     let lead = Duration::from_secs_f64(n as f64 / scheduled_per_s + 1.0);
     let plan = Arc::new(Plan::new(n, BURST, lead));
-    let (q, p) = (queue.clone(), Arc::clone(&plan));
-    lanes(n, IN_FLIGHT, move |i| {
-        let (q, due) = (q.clone(), p.due[i]);
-        async move {
-            let s = q.schedule(&format!("j{i}"), due, PAYLOAD).await;
-            assert!(matches!(s.expect("schedule"), Scheduled::Created { .. }));
-        }
-    })
-    .await;
+    schedule_plan(&queue, &plan).await;
     until_delivered(&tally, &plan).await;
     stop.store(true, Ordering::Relaxed);
     while let Some(done) = tasks.join_next().await {

@@ -183,15 +183,7 @@ pub(crate) async fn deliveries(
 
     let plan = Arc::new(Plan::new(n, window, lead));
     let started = Instant::now();
-    let (q, p) = (queue.clone(), Arc::clone(&plan));
-    lanes(n, IN_FLIGHT, move |i| {
-        let (q, due) = (q.clone(), p.due[i]);
-        async move {
-            let s = q.schedule(&format!("j{i}"), due, PAYLOAD).await;
-            assert!(matches!(s.expect("schedule"), Scheduled::Created { .. }));
-        }
-    })
-    .await;
+    schedule_plan(&queue, &plan).await;
     let scheduled_in = started.elapsed().as_secs_f64();
     until_delivered(&tally, &plan).await;
     stop.store(true, Ordering::Relaxed);
@@ -223,6 +215,20 @@ pub(crate) async fn deliveries(
         lead: lead.as_secs_f64(),
         note: Some(note),
     }
+}
+
+/// Schedules every job of `plan` (`j<i>` at its due time), `IN_FLIGHT`
+/// calls at a time.
+pub(crate) async fn schedule_plan(queue: &AsyncQueue, plan: &Arc<Plan>) {
+    let (q, p) = (queue.clone(), Arc::clone(plan));
+    lanes(plan.jobs(), IN_FLIGHT, move |i| {
+        let (q, due) = (q.clone(), p.due[i]);
+        async move {
+            let s = q.schedule(&format!("j{i}"), due, PAYLOAD).await;
+            assert!(matches!(s.expect("schedule"), Scheduled::Created { .. }));
+        }
+    })
+    .await;
 }
 
 /// Redis commands by name over `span`, with nothing pending and one

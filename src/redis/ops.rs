@@ -417,11 +417,8 @@ pub(super) fn len(s: &Shared) -> Pending<(u64, u64)> {
     s.task(move |io, reply| async move {
         // A pipeline per partition: a cluster client refuses one across
         // slots.
-        let mut answer = Ok((0, 0));
+        let mut sum = (0, 0);
         for part in io.ctx.parts().iter() {
-            if answer.is_err() {
-                break;
-            }
             let mut pipe = redis::pipe();
             pipe.zcard(part.due()).zcard(part.dead());
             let sizes = io
@@ -430,11 +427,15 @@ pub(super) fn len(s: &Shared) -> Pending<(u64, u64)> {
                     async move { pipe.query_async::<(u64, u64)>(&mut conn).await }
                 })
                 .await;
-            answer = match (answer, sizes) {
-                (Ok((live, dead)), Ok((l, d))) => Ok((live + l, dead + d)),
-                (Err(e), _) | (_, Err(e)) => Err(e),
-            };
+            match sizes {
+                Ok((live, dead)) => sum = (sum.0 + live, sum.1 + dead),
+                Err(err) => {
+                    let _ = reply.send(Err(err));
+                    return;
+                }
+            }
         }
+        let answer = Ok(sum);
         if let Ok(sizes) = answer {
             io.ctx.counters.sizes.set(sizes);
         }
