@@ -130,10 +130,40 @@ impl RedisCluster {
         None
     }
 
+    /// Node `i`'s cluster id (`CLUSTER MYID`).
+    pub(crate) fn id_of(&self, i: usize) -> String {
+        let id = self.nodes[i].command(&["CLUSTER", "MYID"]);
+        id.lines().nth(1).expect("a node id").trim().to_owned()
+    }
+
+    /// Moves `slots` slots from master `from` to master `to` with
+    /// `redis-cli --cluster reshard` (the source's lowest slots first),
+    /// keys included; returns when the move is done.
+    #[allow(dead_code)] // Only some tests include it.
+    #[track_caller]
+    pub(crate) fn reshard(&self, from: usize, to: usize, slots: u16) {
+        let out = Command::new(cli())
+            .arg("--cluster")
+            .arg("reshard")
+            .arg(format!("127.0.0.1:{}", self.nodes[to].port()))
+            .args(["--cluster-from", &self.id_of(from)])
+            .args(["--cluster-to", &self.id_of(to)])
+            .args(["--cluster-slots", &slots.to_string()])
+            .arg("--cluster-yes")
+            .output()
+            .expect("run redis-cli --cluster reshard");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster reshard failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The index of a replica of node `master`.
+    #[allow(dead_code)] // Only some tests include it.
     pub(crate) fn replica_of(&self, master: usize) -> usize {
-        let id = self.nodes[master].command(&["CLUSTER", "MYID"]);
-        let id = id.lines().nth(1).expect("a node id").trim().to_owned();
+        let id = self.id_of(master);
         let node = self.running().next().expect("a running node");
         let nodes = node.command(&["CLUSTER", "NODES"]);
         let line = nodes
