@@ -329,3 +329,99 @@ fn calls_fail_not_hang_when_no_node_serves_the_queue() {
         "{err:?}"
     );
 }
+
+/// Every channel name each master serves as a shard channel
+/// (`PUBSUB SHARDCHANNELS`), and as a plain one (`PUBSUB CHANNELS`).
+fn channels(cluster: &RedisCluster) -> (Vec<Vec<String>>, usize) {
+    let names = |reply: String| -> Vec<String> {
+        reply
+            .lines()
+            .filter(|l| l.starts_with("tw:"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut shard = Vec::new();
+    let mut plain = 0;
+    for node in cluster.nodes.iter().filter(|n| n.has_process()) {
+        shard.push(names(node.command(&["PUBSUB", "SHARDCHANNELS"])));
+        plain += names(node.command(&["PUBSUB", "CHANNELS"])).len();
+    }
+    (shard, plain)
+}
+
+/// Schedules 80 jobs due 300 ms ahead (all 8 partitions, but for a chance
+/// of 2·10⁻⁴) while `consumer` waits, and answers how long the last took
+/// to arrive: hints, not the 30 s poll, must bring them.
+fn hinted(queue: &Queue, round: usize) -> Duration {
+    let consumer = queue.consumer().unwrap();
+    assert!(consumer.fetch(1, 100 * MS).unwrap().is_empty());
+    let waiter = std::thread::spawn(move || {
+        let mut got = 0;
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while got < 80 && Instant::now() < give_up {
+            for job in consumer.fetch(80, Duration::from_secs(1)).unwrap() {
+                consumer.ack(&job).unwrap();
+                got += 1;
+            }
+        }
+        (got, Instant::now())
+    });
+    std::thread::sleep(200 * MS);
+    let start = Instant::now();
+    for i in 0..80 {
+        queue
+            .schedule_in(&format!("hint-{round}-{i}"), 300 * MS, b"")
+            .unwrap();
+    }
+    let (got, last) = waiter.join().unwrap();
+    assert_eq!(got, 80, "round {round}");
+    last - start
+}
+
+/// On a Redis 7 cluster a queue's wake-ups are shard channels: the
+/// masters hold the 8 partitions' channels between them (each where its
+/// partition's slot is) and no plain channel; jobs due soon in every
+/// partition reach a consumer whose poll is 30 s away. A slot migration
+/// moves a partition: its old master drops the subscription
+/// (`sunsubscribe`), the consumer subscribes where the slot went, and
+/// hints keep coming.
+#[test]
+fn hints_travel_on_shard_channels_and_follow_a_migration() {
+    let Some(cluster) = RedisCluster::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&cluster)
+        .partitions(8)
+        .poll_interval(Duration::from_secs(30))
+        .connect()
+        .unwrap();
+    let took = hinted(&queue, 0);
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    let (shard, plain) = channels(&cluster);
+    assert_eq!(plain, 0, "no plain channel");
+    assert_eq!(shard.iter().map(Vec::len).sum::<usize>(), 8, "{shard:?}");
+
+    // Partition 0 moves to partition 7's master.
+    let moved = cluster.partition_slot("orders", 0, 8);
+    let from = cluster.master_of(moved).unwrap();
+    let to = cluster
+        .master_of(cluster.partition_slot("orders", 7, 8))
+        .unwrap();
+    let on = |node: usize| {
+        let reply = cluster.nodes[node].command(&["PUBSUB", "SHARDCHANNELS"]);
+        reply.lines().filter(|l| l.starts_with("tw:")).count()
+    };
+    let (from_had, to_had) = (on(from), on(to));
+    cluster.reshard(from, to, moved + 1);
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while (on(from), on(to)) != (from_had - 1, to_had + 1) {
+        assert!(
+            Instant::now() < give_up,
+            "the subscription did not follow the slot: {:?}",
+            channels(&cluster).0
+        );
+        std::thread::sleep(50 * MS);
+    }
+    let took = hinted(&queue, 1);
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+}

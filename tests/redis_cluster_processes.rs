@@ -206,18 +206,6 @@ impl Drop for Kid {
     }
 }
 
-/// The slot of partition `k`'s keys: its tag is `orders:k`, or `orders:k.s`
-/// with the smallest `s` that falls in the `k`-th eighth of the slots.
-fn partition_slot(cluster: &RedisCluster, k: u16) -> u16 {
-    let span = 16_384 / PARTITIONS;
-    let range = k * span..(k + 1) * span;
-    core::iter::once(format!("orders:{k}"))
-        .chain((1..).map(|s| format!("orders:{k}.{s}")))
-        .map(|tag| cluster.slot_of(&format!("{{{tag}}}")))
-        .find(|slot| range.contains(slot))
-        .unwrap()
-}
-
 #[test]
 fn a_fleet_of_processes_loses_nothing_through_migration_and_kills() {
     let Some(mut cluster) = RedisCluster::start_or_skip() else {
@@ -226,9 +214,14 @@ fn a_fleet_of_processes_loses_nothing_through_migration_and_kills() {
     let seeds = cluster.urls().join(",");
     // Partition 0 migrates from its master to partition 7's; partition
     // 4's master dies.
-    let (moved, dies) = (partition_slot(&cluster, 0), partition_slot(&cluster, 4));
+    let (moved, dies) = (
+        cluster.partition_slot("orders", 0, PARTITIONS),
+        cluster.partition_slot("orders", 4, PARTITIONS),
+    );
     let from = cluster.master_of(moved).unwrap();
-    let to = cluster.master_of(partition_slot(&cluster, 7)).unwrap();
+    let to = cluster
+        .master_of(cluster.partition_slot("orders", 7, PARTITIONS))
+        .unwrap();
     let victim = cluster.master_of(dies).unwrap();
     assert!(from != to && to != victim && victim != from);
 

@@ -36,6 +36,15 @@ impl Keys {
         }
     }
 
+    /// These keys with a shard channel for wake-ups (`…:shard-wake`,
+    /// which the scripts publish with `SPUBLISH`): on a Redis 7 cluster a
+    /// hint then reaches only the partition's shard, where `PUBLISH`
+    /// crosses the whole cluster bus.
+    pub(super) fn with_shard_channel(mut self) -> Keys {
+        self.channel = format!("{}shard-wake", self.prefix);
+        self
+    }
+
     pub(super) fn due(&self) -> &str {
         &self.fixed[0]
     }

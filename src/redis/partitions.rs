@@ -27,18 +27,29 @@ use super::QueueError;
 #[derive(Debug)]
 pub(super) struct Partitions {
     parts: Vec<Keys>,
+    /// Whether wake-ups go over shard channels (`SPUBLISH`/`SSUBSCRIBE`).
+    pub(super) sharded: bool,
 }
 
 impl Partitions {
     /// `n` partitions of queue `queue`; `n == 1` is the one-partition
-    /// layout (`{queue}`), `n > 1` partition `k`'s tag is [`tag`].
-    pub(super) fn new(queue: &str, n: u16) -> Partitions {
-        let parts = if n <= 1 {
-            alloc::vec![Keys::new(queue)]
-        } else {
-            (0..n).map(|k| Keys::new(&tag(queue, k, n))).collect()
+    /// layout (`{queue}`), `n > 1` partition `k`'s tag is [`tag`];
+    /// `sharded` gives each a shard channel for its wake-ups.
+    pub(super) fn new(queue: &str, n: u16, sharded: bool) -> Partitions {
+        let keys = |tag: &str| {
+            let keys = Keys::new(tag);
+            if sharded {
+                keys.with_shard_channel()
+            } else {
+                keys
+            }
         };
-        Partitions { parts }
+        let parts = if n <= 1 {
+            alloc::vec![keys(queue)]
+        } else {
+            (0..n).map(|k| keys(&tag(queue, k, n))).collect()
+        };
+        Partitions { parts, sharded }
     }
 
     pub(super) fn len(&self) -> usize {
@@ -125,11 +136,34 @@ pub(super) async fn set_partitions(ctx: &Arc<Ctx>, conn: &Conn) -> Result<(), Qu
             ctx.name
         )));
     }
-    let _ = ctx.parts.set(Partitions::new(&ctx.name, have));
+    let sharded = shard_channels(ctx, conn, &count_key).await;
+    let _ = ctx.parts.set(Partitions::new(&ctx.name, have, sharded));
     let _ = ctx
         .trim_wake
         .set((0..have).map(|_| tokio::sync::Notify::new()).collect());
     Ok(())
+}
+
+/// Whether wake-ups should use shard channels: on a cluster whose nodes
+/// run Redis 7 or later (asked of the node that holds `key`), where a
+/// plain `PUBLISH` would cross every node of the cluster bus. A cluster of
+/// older servers, or one that will not say, keeps `PUBLISH`; a queue's
+/// processes must then agree (they do when they run one tickwheel version
+/// against one cluster), since a hint on the other kind of channel is lost
+/// and costs a poll interval.
+async fn shard_channels(ctx: &Ctx, conn: &Conn, key: &str) -> bool {
+    if !matches!(ctx.reach.target, super::server::Target::Cluster(_)) {
+        return false;
+    }
+    let mut version = redis::cmd("EVAL");
+    version
+        .arg("return redis.REDIS_VERSION_NUM or 0")
+        .arg(1)
+        .arg(key);
+    let mut conn = conn.clone();
+    let num: redis::RedisResult<i64> = version.query_async(&mut conn).await;
+    // REDIS_VERSION_NUM is 0x00MMmmpp: 7.0.0 is 0x070000.
+    num.is_ok_and(|n| n >= 0x07_00_00)
 }
 
 /// Redis Cluster's slots.
@@ -179,11 +213,11 @@ mod tests {
 
     #[test]
     fn partitions_have_tags_of_their_own_and_ids_stay_put() {
-        let one = Partitions::new("orders", 1);
+        let one = Partitions::new("orders", 1, false);
         assert_eq!(one.len(), 1);
         assert_eq!(one.get(0).due(), "tw:{orders}:due");
         assert_eq!(one.of("anything"), 0);
-        let eight = Partitions::new("orders", 8);
+        let eight = Partitions::new("orders", 8, false);
         let third = tag("orders", 3, 8);
         assert!(third.starts_with("orders:3"), "{third}");
         assert_eq!(eight.get(3).due(), format!("tw:{{{third}}}:due"));
@@ -191,6 +225,9 @@ mod tests {
         assert_eq!(Partitions::count_key("orders"), "tw:{orders}:partitions");
         let fifth = format!("tw:{{{}}}:wake", tag("orders", 5, 8));
         assert_eq!(eight.of_channel(&fifth), Some(5));
+        let sharded = Partitions::new("orders", 8, true);
+        let fifth = format!("tw:{{{}}}:shard-wake", tag("orders", 5, 8));
+        assert_eq!(sharded.of_channel(&fifth), Some(5));
         // FNV-1a 64 of "", "a" and "order-1017" (reference values), mod 8.
         assert_eq!(eight.of(""), (0xcbf2_9ce4_8422_2325_u64 % 8) as usize);
         assert_eq!(eight.of("a"), (0xaf63_dc4c_8601_ec8c_u64 % 8) as usize);

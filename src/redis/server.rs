@@ -171,21 +171,57 @@ impl Reach {
                 Ok(Conn::Single(manager))
             }
             Target::Cluster(nodes) => {
-                let mut builder = redis::cluster::ClusterClientBuilder::new(nodes.clone())
-                    .connection_timeout(self.io_timeout)
-                    .response_timeout(self.io_timeout)
-                    .tcp_settings(self.tcp())
-                    .retries(3);
-                if self.target.uses_tls() {
-                    builder = builder.tls(redis::cluster::TlsMode::Secure);
-                }
-                if let Some(certs) = &self.tls {
-                    builder = builder.certs(certs.clone());
-                }
-                let client = builder.build()?;
+                let client = self.cluster_client(nodes).build()?;
                 Ok(Conn::Cluster(client.get_async_connection().await?))
             }
         }
+    }
+
+    fn cluster_client(&self, nodes: &[ConnectionInfo]) -> redis::cluster::ClusterClientBuilder {
+        let mut builder = redis::cluster::ClusterClientBuilder::new(nodes.to_vec())
+            .connection_timeout(self.io_timeout)
+            .response_timeout(self.io_timeout)
+            .tcp_settings(self.tcp())
+            .retries(3);
+        if self.target.uses_tls() {
+            builder = builder.tls(redis::cluster::TlsMode::Secure);
+        }
+        if let Some(certs) = &self.tls {
+            builder = builder.certs(certs.clone());
+        }
+        builder
+    }
+
+    /// A cluster's sharded pub/sub: a RESP3 cluster connection (one link
+    /// per master that serves a channel) subscribed with `SSUBSCRIBE` to
+    /// `channels`, one call each (they lie in different slots); what the
+    /// nodes push arrives on the receiver. `None` off a cluster.
+    pub(super) async fn subscribe_sharded(
+        &self,
+        channels: &[&str],
+    ) -> Option<Result<(ClusterConnection, Pushes), redis::RedisError>> {
+        let Target::Cluster(nodes) = &self.target else {
+            return None;
+        };
+        self.install_crypto();
+        let subscribed = async {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let client = self
+                .cluster_client(nodes)
+                .use_protocol(redis::ProtocolVersion::RESP3)
+                .push_sender(tx)
+                .build()?;
+            let mut conn = tokio::time::timeout(self.io_timeout, client.get_async_connection())
+                .await
+                .map_err(|_| timed_out())??;
+            for channel in channels {
+                tokio::time::timeout(self.io_timeout, conn.ssubscribe(*channel))
+                    .await
+                    .map_err(|_| timed_out())??;
+            }
+            Ok((conn, rx))
+        };
+        Some(subscribed.await)
     }
 
     /// A pub/sub connection to one of the nodes (a cluster's `PUBLISH`
@@ -222,6 +258,10 @@ fn to_redis(e: QueueError) -> redis::RedisError {
 fn timed_out() -> redis::RedisError {
     redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut))
 }
+
+/// What a sharded subscription's nodes push (messages, and the
+/// library's notice of a lost link).
+pub(super) type Pushes = tokio::sync::mpsc::UnboundedReceiver<redis::PushInfo>;
 
 /// The connection every call of a queue shares: redis-rs's connection
 /// manager (one multiplexed connection, redialled when it drops) or its

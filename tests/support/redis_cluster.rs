@@ -182,6 +182,20 @@ impl RedisCluster {
             .expect("one of ours")
     }
 
+    /// The slot of partition `k` of `n` of queue `queue`: its tag is
+    /// `queue:k`, or `queue:k.s` with the smallest `s` that falls in the
+    /// `k`-th `n`-th of the slots (the library's layout, asked of Redis).
+    #[allow(dead_code)] // Only some tests include it.
+    pub(crate) fn partition_slot(&self, queue: &str, k: u16, n: u16) -> u16 {
+        let span = 16_384 / n;
+        let range = k * span..(k + 1) * span;
+        core::iter::once(format!("{queue}:{k}"))
+            .chain((1..).map(|s| format!("{queue}:{k}.{s}")))
+            .map(|tag| self.slot_of(&format!("{{{tag}}}")))
+            .find(|slot| range.contains(slot))
+            .expect("a slot in range")
+    }
+
     /// The slot of `key` (`CLUSTER KEYSLOT`).
     pub(crate) fn slot_of(&self, key: &str) -> u16 {
         let node = self.running().next().expect("a running node");

@@ -68,9 +68,12 @@ local function head()
 end
 
 -- Tells sleeping consumers of a job due at `at`, if it is earlier than
--- anything they knew of.
+-- anything they knew of. A `…:shard-wake` channel (a Redis 7 cluster) is a
+-- shard channel: SPUBLISH stays on the partition's shard.
 local function hint(channel, at, before)
   if at and (before == nil or at < before) then
-    redis.call('PUBLISH', channel, num(at))
+    local publish = 'PUBLISH'
+    if string.sub(channel, -11) == ':shard-wake' then publish = 'SPUBLISH' end
+    redis.call(publish, channel, num(at))
   end
 end
