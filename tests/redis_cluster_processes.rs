@@ -264,8 +264,14 @@ fn a_fleet_of_processes_loses_nothing_through_migration_and_kills() {
     std::thread::sleep(Duration::from_millis(1_500));
     cluster.reshard(from, to, moved + 1);
     assert_eq!(cluster.master_of(moved), Some(to), "the slot moved");
-    // 2. A consumer dies holding jobs.
-    std::thread::sleep(500 * MS);
+    // 2. A consumer dies holding jobs: once it holds two (it works 100 ms
+    // on each, so one at least is still held when the kill lands).
+    std::thread::sleep(300 * MS);
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while holding(&log.lock().unwrap(), 0) < 2 {
+        assert!(Instant::now() < give_up, "consumer 0 never held two jobs");
+        std::thread::sleep(MS);
+    }
     let killed_consumer_at = now_us();
     consumers[0].0.kill();
     // 3. Partition 4's master dies; its replica takes over, and the old
@@ -358,6 +364,21 @@ fn a_fleet_of_processes_loses_nothing_through_migration_and_kills() {
         .collect();
     assert!(early.is_empty(), "early: {early:?}");
     // The killed consumer's jobs ran again, on the others.
+    let by_killed: Vec<u64> = tally
+        .got
+        .values()
+        .flatten()
+        .filter(|g| g.1 == 0)
+        .map(|g| g.0)
+        .collect();
+    eprintln!(
+        "the killed consumer got {} jobs, the last {:?} ms before its kill",
+        by_killed.len(),
+        by_killed
+            .iter()
+            .max()
+            .map(|last| (killed_consumer_at as i64 - *last as i64) / 1000)
+    );
     let held: Vec<&String> = tally.got.keys().filter(|id| tally.held_by(id, 0)).collect();
     assert!(!held.is_empty(), "the killed consumer held no job");
     for id in held {
@@ -388,6 +409,23 @@ fn a_fleet_of_processes_loses_nothing_through_migration_and_kills() {
     );
     let queue = fleet_queue(&seeds).connect().unwrap();
     assert_eq!(queue.len().unwrap(), (0, 0), "every job ended");
+}
+
+/// How many jobs consumer `by` got and has not acked, so far.
+fn holding(log: &[Event], by: usize) -> usize {
+    let mut held = std::collections::HashSet::new();
+    for event in log {
+        match event {
+            Event::Got { id, by: b, .. } if *b == by => {
+                held.insert(id.as_str());
+            }
+            Event::Acked { id, by: b, .. } if *b == by => {
+                held.remove(id.as_str());
+            }
+            _ => {}
+        }
+    }
+    held.len()
 }
 
 /// What the fleet printed, by job id.

@@ -43,11 +43,12 @@ use core::time::Duration;
 use std::time::Instant;
 
 use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinSet;
 
 use super::batched::AckJob;
 use super::counters::bump;
 use super::knowledge::{far_future, poll_gap, Knowledge};
-use super::link::{Hint, Io};
+use super::link::{jitter, Hint, Io};
 use super::lua::lua;
 use super::ops::{array, int};
 use super::outcome::{Acked, Delivery};
@@ -118,6 +119,9 @@ pub(super) async fn run(
     let ack_hold = (io.ctx.options.lease / 8).min(Duration::from_millis(20));
     // Acks of fetches that went before their acks were sent: sent anyway.
     let mut orphans: Vec<AckJob> = Vec::new();
+    // Probes of partitions whose shard is down: each answers when the
+    // shard does.
+    let mut probes: JoinSet<(usize, Option<i64>)> = JoinSet::new();
     loop {
         waiting.retain_mut(|fetch| {
             if !fetch.reply.is_closed() {
@@ -144,7 +148,7 @@ pub(super) async fn run(
             // busy partitions, always claimable, cannot keep a quiet one
             // from its poll (the claim reads its head as a poll would).
             let polls: Vec<usize> = (0..ks.len())
-                .filter(|p| now >= ks[*p].poll_at && !claimable.contains(p))
+                .filter(|p| ks[*p].poll_due(now) && !claimable.contains(p))
                 .collect();
             claimable.extend(polls);
         }
@@ -157,43 +161,32 @@ pub(super) async fn run(
                 .min(io.ctx.options.batch);
             let plan = spread(&ks, claimable, want);
             let acks = take_acks(&mut waiting, &mut orphans);
-            match claim_round(&io, &plan, acks).await {
-                Ok((claims, acked)) => {
-                    let mut jobs = Vec::new();
-                    let several = claims.len() > 1;
-                    for (part, claimed) in claims {
-                        let k = &mut ks[part];
-                        k.backlog = claimed
-                            .next
-                            .is_some_and(|next| next <= claimed.anchor.server);
-                        k.anchor = Some(claimed.anchor);
-                        k.learn(claimed.next);
-                        k.poll_at = Instant::now() + poll_gap(poll);
-                        jobs.extend(claimed.jobs);
-                    }
-                    give_acks(&mut waiting, acked);
-                    if several {
-                        // Oldest first across partitions (a claim's own
-                        // order, ties by priority, holds within each).
-                        jobs.sort_by_key(|job| job.due);
-                    }
-                    hand_out(&io, &mut waiting, jobs).await;
-                }
-                Err(err) => {
-                    for fetch in waiting.drain(..) {
-                        let _ = fetch.reply.send(Err(err.clone()));
-                    }
-                    for k in &mut ks {
-                        k.known = false;
-                        k.backlog = false;
-                    }
-                }
+            let round = claim_round(&io, &plan, acks, &downs(&ks)).await;
+            let several = round.claims.len() > 1;
+            let mut jobs = Vec::new();
+            for (part, claimed) in round.claims {
+                let k = &mut ks[part];
+                k.backlog = claimed
+                    .next
+                    .is_some_and(|next| next <= claimed.anchor.server);
+                k.anchor = Some(claimed.anchor);
+                k.learn(claimed.next);
+                k.poll_at = Instant::now() + poll_gap(poll);
+                jobs.extend(claimed.jobs);
             }
+            give_acks(&mut waiting, round.acked);
+            failed(&io, &mut ks, &mut probes, &mut waiting, round.failed);
+            if several {
+                // Oldest first across partitions (a claim's own order,
+                // ties by priority, holds within each).
+                jobs.sort_by_key(|job| job.due);
+            }
+            hand_out(&io, &mut waiting, jobs).await;
             continue;
         }
-        if !waiting.is_empty() && ks.iter().any(|k| now >= k.poll_at) {
+        if !waiting.is_empty() && ks.iter().any(|k| k.poll_due(now)) {
             for (part, k) in ks.iter_mut().enumerate() {
-                if now < k.poll_at {
+                if !k.poll_due(now) {
                     continue;
                 }
                 bump(&io.ctx.counters.polls, 1);
@@ -214,14 +207,9 @@ pub(super) async fn run(
             .any(|f| f.deadline.is_some_and(|d| d <= now + ack_hold));
         if (waiting.iter().any(Fetch::unsent) && (!soon || expiring)) || !orphans.is_empty() {
             let acks = take_acks(&mut waiting, &mut orphans);
-            match claim_round(&io, &[], acks).await {
-                Ok((_, acked)) => give_acks(&mut waiting, acked),
-                Err(err) => {
-                    for fetch in waiting.drain(..) {
-                        let _ = fetch.reply.send(Err(err.clone()));
-                    }
-                }
-            }
+            let round = claim_round(&io, &[], acks, &downs(&ks)).await;
+            give_acks(&mut waiting, round.acked);
+            failed(&io, &mut ks, &mut probes, &mut waiting, round.failed);
             continue;
         }
         while let Some(pos) = waiting
@@ -229,7 +217,11 @@ pub(super) async fn run(
             .position(|f| f.deadline.is_some_and(|d| d <= now))
         {
             if let Some(fetch) = waiting.remove(pos) {
-                let _ = fetch.answer(Vec::new());
+                // Nothing came; with every shard down, say why.
+                match all_down(&ks) {
+                    Some(err) => drop(fetch.reply.send(Err(err))),
+                    None => drop(fetch.answer(Vec::new())),
+                }
             }
         }
         // Sleep until something may be due, a fetch's deadline, a poll,
@@ -245,6 +237,7 @@ pub(super) async fn run(
             .filter_map(|f| f.deadline)
             .chain(
                 ks.iter()
+                    .filter(|k| k.down.is_none())
                     .map(|k| k.poll_at)
                     .min()
                     .filter(|_| !waiting.is_empty()),
@@ -262,6 +255,15 @@ pub(super) async fn run(
                 sleep.reset(sleep_at);
             }
             () = tokio::time::sleep_until(other.into()) => {}
+            Some(probed) = probes.join_next(), if !probes.is_empty() => {
+                if let Ok((part, next)) = probed {
+                    // Its shard answers again: back in the rounds.
+                    let k = &mut ks[part];
+                    k.down = None;
+                    k.learn(next);
+                    k.poll_at = Instant::now() + poll_gap(poll);
+                }
+            }
             hint = recv_hint(&mut hints) => {
                 bump(&io.ctx.counters.hints, 1);
                 match hint {
@@ -286,7 +288,7 @@ pub(super) async fn run(
     }
     let acks = take_acks(&mut waiting, &mut orphans);
     if !acks.is_empty() {
-        let _ = claim_round(&io, &[], acks).await;
+        let _ = claim_round(&io, &[], acks, &downs(&ks)).await;
     }
     for fetch in waiting {
         let _ = fetch.reply.send(Err(QueueError::Closed));
@@ -305,6 +307,73 @@ async fn recv_hint(hints: &mut Option<broadcast::Receiver<Hint>>) -> Option<Hint
     }
 }
 
+/// Each partition's outage, for a round; empty (no allocation) while
+/// every shard answers.
+fn downs(ks: &[Knowledge]) -> Vec<Option<QueueError>> {
+    if ks.iter().all(|k| k.down.is_none()) {
+        return Vec::new();
+    }
+    ks.iter().map(|k| k.down.clone()).collect()
+}
+
+/// The error to answer a fetch with when every partition is down.
+fn all_down(ks: &[Knowledge]) -> Option<QueueError> {
+    if ks.iter().all(|k| k.down.is_some()) {
+        ks.iter().find_map(|k| k.down.clone())
+    } else {
+        None
+    }
+}
+
+/// Settles a round's failed partitions. A shard unreachable for the retry
+/// window (`Unavailable`) takes its partition out of the rounds, and a
+/// probe polls it in the background: the other partitions carry on, and
+/// waiting fetches fail only once every partition is down. Any other
+/// error fails the waiting fetches, and the loop forgets what it knew.
+fn failed(
+    io: &Io,
+    ks: &mut [Knowledge],
+    probes: &mut JoinSet<(usize, Option<i64>)>,
+    waiting: &mut VecDeque<Fetch>,
+    failures: Vec<(usize, QueueError)>,
+) {
+    for (part, err) in failures {
+        if !matches!(err, QueueError::Unavailable(_)) {
+            for fetch in waiting.drain(..) {
+                let _ = fetch.reply.send(Err(err.clone()));
+            }
+            for k in ks.iter_mut() {
+                k.known = false;
+                k.backlog = false;
+            }
+            continue;
+        }
+        let k = &mut ks[part];
+        k.known = false;
+        k.backlog = false;
+        if k.down.is_none() {
+            probes.spawn(probe(io.clone(), part));
+        }
+        k.down = Some(err);
+    }
+    if let Some(err) = all_down(ks) {
+        for fetch in waiting.drain(..) {
+            let _ = fetch.reply.send(Err(err.clone()));
+        }
+    }
+}
+
+/// Polls partition `part`'s head until its shard answers (each poll
+/// retries for the retry window; between them, a second or so).
+async fn probe(io: Io, part: usize) -> (usize, Option<i64>) {
+    loop {
+        if let Ok(next) = head(&io, part).await {
+            return (part, next);
+        }
+        tokio::time::sleep(jitter(Duration::from_secs(1))).await;
+    }
+}
+
 /// The acks not yet sent, of every waiting fetch (in order) and of fetches
 /// that went; each waiting fetch's are marked as sent.
 fn take_acks(waiting: &mut VecDeque<Fetch>, orphans: &mut Vec<AckJob>) -> Vec<AckJob> {
@@ -320,13 +389,30 @@ fn take_acks(waiting: &mut VecDeque<Fetch>, orphans: &mut Vec<AckJob>) -> Vec<Ac
 }
 
 /// Hands the answers back to the fetches whose acks `take_acks` took, in
-/// the same order (the orphans' answers, last, have no one to go to).
-fn give_acks(waiting: &mut VecDeque<Fetch>, answers: Vec<Acked>) {
+/// the same order (the orphans' answers, last, have no one to go to). A
+/// fetch one of whose acks failed fails with that error: it cannot tell
+/// which of its acks were made (a retried ack answers the same).
+fn give_acks(waiting: &mut VecDeque<Fetch>, answers: Vec<Result<Acked, QueueError>>) {
     let mut answers = answers.into_iter();
-    for fetch in waiting.iter_mut() {
+    let mut i = 0;
+    while i < waiting.len() {
+        let fetch = &mut waiting[i];
         if let Some(acked) = fetch.acked.as_mut().filter(|a| a.is_empty()) {
-            acked.extend(answers.by_ref().take(fetch.ack_count));
+            let mut failure = None;
+            for answer in answers.by_ref().take(fetch.ack_count) {
+                match answer {
+                    Ok(answer) => acked.push(answer),
+                    Err(err) => failure = Some(err),
+                }
+            }
+            if let Some(err) = failure {
+                if let Some(fetch) = waiting.remove(i) {
+                    let _ = fetch.reply.send(Err(err));
+                }
+                continue;
+            }
         }
+        i += 1;
     }
 }
 

@@ -6,6 +6,7 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::link::jitter;
+use super::QueueError;
 
 /// A lower bound of the server's clock: at `local`, it read at least
 /// `server` microseconds.
@@ -63,6 +64,9 @@ pub(super) struct Knowledge {
     /// every claim and poll of this partition (of this one only, so that
     /// claims of busy partitions never put off a quiet one's poll).
     pub(super) poll_at: Instant,
+    /// Its shard did not answer for the retry window (the error): out of
+    /// the rounds and polls until a background probe gets an answer.
+    pub(super) down: Option<QueueError>,
 }
 
 impl Knowledge {
@@ -75,6 +79,7 @@ impl Knowledge {
             backlog: false,
             slack,
             poll_at: Instant::now(),
+            down: None,
         }
     }
 
@@ -82,6 +87,9 @@ impl Knowledge {
     /// known of it, its jobs' window has closed, or (`woke`: the sleep
     /// fired) its wake-up time has come.
     pub(super) fn claimable(&self, woke: bool, now: Instant) -> bool {
+        if self.down.is_some() {
+            return false;
+        }
         !self.known || self.due_now() || (woke && self.wake_at().is_some_and(|at| at <= now))
     }
 
@@ -99,11 +107,17 @@ impl Knowledge {
     }
 
     pub(super) fn wake_at(&self) -> Option<Instant> {
-        let next = self.next?;
+        let next = self.next.filter(|_| self.down.is_none())?;
         Some(match self.anchor {
             Some(anchor) => anchor.instant_of(next),
             None => Instant::now(),
         })
+    }
+
+    /// Whether a poll of the head is due: never while down (the probe
+    /// polls).
+    pub(super) fn poll_due(&self, now: Instant) -> bool {
+        self.down.is_none() && now >= self.poll_at
     }
 
     pub(super) fn learn(&mut self, next: Option<i64>) {

@@ -7,7 +7,6 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::batched::{acked, AckJob, ACK};
-use super::claimer::release;
 use super::counters::bump;
 use super::keys::Token;
 use super::knowledge::{Anchor, Knowledge};
@@ -56,17 +55,26 @@ enum Answer {
     Acked(Vec<Acked>),
 }
 
+/// What a round answered: the claims by partition, each ack's answer in
+/// `acks`' order, and the partitions whose call failed (their acks carry
+/// the error; the other partitions' claims stand).
+pub(super) struct Round {
+    pub(super) claims: Vec<(usize, Claimed)>,
+    pub(super) acked: Vec<Result<Acked, QueueError>>,
+    pub(super) failed: Vec<(usize, QueueError)>,
+}
+
 /// One round: claims from each partition of `plan` (partition, most jobs),
 /// each carrying the acks of its partition; the acks of other partitions
-/// go alone, at the same time. Answers the claims by partition and the
-/// acks' answers in `acks`' order. If any call fails, the jobs the others
-/// claimed are handed back and the round fails: a fetch cannot tell which
-/// of its acks were made.
+/// go alone, at the same time. Acks of a partition in `down` (its shard
+/// unreachable past the retry window) are not sent: they fail at once
+/// with its error, so that one dead shard does not hold up the others.
 pub(super) async fn claim_round(
     io: &Io,
     plan: &[(usize, usize)],
     acks: Vec<AckJob>,
-) -> Result<(Vec<(usize, Claimed)>, Vec<Acked>), QueueError> {
+    down: &[Option<QueueError>],
+) -> Round {
     let n = acks.len();
     let parts = io.ctx.parts();
     let mut by_part: Vec<(Vec<usize>, Vec<AckJob>)> =
@@ -80,59 +88,85 @@ pub(super) async fn claim_round(
     for &(part, max) in plan {
         calls.push((part, Some(max), core::mem::take(&mut by_part[part].1)));
     }
+    let mut answers: Vec<(usize, Result<Answer, QueueError>)> = Vec::new();
     for (part, (_, jobs)) in by_part.iter_mut().enumerate() {
-        if !jobs.is_empty() {
-            calls.push((part, None, core::mem::take(jobs)));
+        if jobs.is_empty() {
+            continue;
+        }
+        match down.get(part).and_then(Option::as_ref) {
+            Some(err) => answers.push((part, Err(err.clone()))),
+            None => calls.push((part, None, core::mem::take(jobs))),
         }
     }
-    let answers: Vec<(usize, Result<Answer, QueueError>)> = if calls.len() == 1 {
+    if calls.len() == 1 {
         // One partition (the usual case): no task of its own.
         let (part, max, jobs) = calls.remove(0);
-        alloc::vec![(part, call(io, part, max, &jobs).await)]
-    } else {
+        answers.push((part, call(io, part, max, &jobs).await));
+    } else if !calls.is_empty() {
         let mut set = tokio::task::JoinSet::new();
+        let mut part_of = Vec::new();
         for (part, max, jobs) in calls {
             let io = io.clone();
-            set.spawn(async move { (part, call(&io, part, max, &jobs).await) });
+            let task = set.spawn(async move { call(&io, part, max, &jobs).await });
+            part_of.push((task.id(), part));
         }
-        let mut answers = Vec::new();
-        while let Some(done) = set.join_next().await {
-            answers.push(done.map_err(|e| QueueError::Server(e.to_string()))?);
-        }
-        answers
-    };
-    let mut claims = Vec::new();
-    let mut acked: Vec<Option<Acked>> = alloc::vec![None; n];
-    let mut failed = None;
-    for (part, answer) in answers {
-        let answers = match answer {
-            Ok(Answer::Claimed(mut claimed)) => {
-                let answers = core::mem::take(&mut claimed.acked);
-                claims.push((part, claimed));
-                answers
-            }
-            Ok(Answer::Acked(answers)) => answers,
-            Err(err) => {
-                failed = Some(err);
-                continue;
-            }
+        let part = |id| {
+            part_of
+                .iter()
+                .find(|(task, _)| *task == id)
+                .map(|(_, p)| *p)
         };
-        for (&i, answer) in by_part[part].0.iter().zip(answers) {
-            acked[i] = Some(answer);
+        while let Some(done) = set.join_next_with_id().await {
+            let (id, answer) = match done {
+                Ok((id, answer)) => (id, answer),
+                // A call that panicked: its partition failed.
+                Err(e) => (e.id(), Err(QueueError::Server(e.to_string()))),
+            };
+            if let Some(part) = part(id) {
+                answers.push((part, answer));
+            }
         }
     }
-    if let Some(err) = failed {
-        let claimed: Vec<Delivery> = claims.into_iter().flat_map(|(_, c)| c.jobs).collect();
-        if !claimed.is_empty() {
-            release(io, &claimed).await;
+    let mut round = Round {
+        claims: Vec::new(),
+        acked: Vec::new(),
+        failed: Vec::new(),
+    };
+    let mut acked: Vec<Option<Result<Acked, QueueError>>> = alloc::vec![None; n];
+    for (part, answer) in answers {
+        match answer {
+            Ok(answer) => {
+                let answers = match answer {
+                    Answer::Claimed(mut claimed) => {
+                        let answers = core::mem::take(&mut claimed.acked);
+                        round.claims.push((part, claimed));
+                        answers
+                    }
+                    Answer::Acked(answers) => answers,
+                };
+                for (&i, answer) in by_part[part].0.iter().zip(answers) {
+                    acked[i] = Some(Ok(answer));
+                }
+            }
+            Err(err) => {
+                for &i in &by_part[part].0 {
+                    acked[i] = Some(Err(err.clone()));
+                }
+                round.failed.push((part, err));
+            }
         }
-        return Err(err);
     }
-    let acked = acked
+    round.acked = acked
         .into_iter()
-        .collect::<Option<Vec<Acked>>>()
-        .ok_or_else(|| QueueError::Server(alloc::string::String::from("an ack went unanswered")))?;
-    Ok((claims, acked))
+        .map(|answer| {
+            answer.unwrap_or_else(|| {
+                Err(QueueError::Server(alloc::string::String::from(
+                    "an ack went unanswered",
+                )))
+            })
+        })
+        .collect();
+    round
 }
 
 /// A claim of up to `max` jobs from partition `part` carrying `acks`, or
