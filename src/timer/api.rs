@@ -64,6 +64,8 @@ pub struct Timer<T: Send + 'static = Task, E: Executor<T> = ThreadPool> {
     /// The slack class of timers scheduled through this handle
     /// (`slack.rs`).
     pub(super) class: u16,
+    /// Their priority among timers due at the same tick (`priority.rs`).
+    pub(super) priority: u8,
 }
 
 impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
@@ -86,7 +88,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         let shared = &self.owner.shared;
         let deadline = shared.time.deadline_after(delay);
         shared
-            .insert(deadline, self.class, Job::Once(value))
+            .insert(deadline, self.class, self.priority, Job::Once(value))
             .map_err(|err| err.map(Job::into_once))
     }
 
@@ -112,7 +114,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         let shared = &self.owner.shared;
         let deadline = shared.time.tick_at(deadline);
         shared
-            .insert(deadline, self.class, Job::Once(value))
+            .insert(deadline, self.class, self.priority, Job::Once(value))
             .map_err(|err| err.map(Job::into_once))
     }
 
@@ -276,6 +278,7 @@ impl<T: Send + 'static, E: Executor<T>> Clone for Timer<T, E> {
         Timer {
             owner: Arc::clone(&self.owner),
             class: self.class,
+            priority: self.priority,
         }
     }
 }

@@ -359,6 +359,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
                 driver: Mutex::new(Some(driver)),
             }),
             class,
+            priority: 0,
         })
     }
 }

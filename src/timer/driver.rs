@@ -48,6 +48,7 @@ use std::time::Instant;
 use super::executor::{Executor, Rejected, Why};
 use super::job::{Job, Make};
 use super::latency::WakeLatency;
+use super::priority::{self, Ranks};
 use super::shard::{Shard, ShardCell, Shared, FINISHING, RUNNING, STOPPING};
 use super::slack::{BySlack, Class};
 use super::sync::{thread, Ordering};
@@ -71,6 +72,8 @@ struct Fire<T> {
     deadline: Tick,
     /// The timer's slack, in ticks.
     slack: u64,
+    /// Its priority among timers due at the same tick (`priority.rs`).
+    priority: u8,
     work: Work<T>,
 }
 
@@ -226,6 +229,9 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
             while let Some(taken) = take_due(cell, place, now, now_up, limit, batch) {
                 let more = taken.filled;
                 next = next.min(taken.next);
+                if taken.ranked {
+                    priority::order(batch, |fire| (fire.deadline, fire.priority));
+                }
                 deliver(shared, batch);
                 if urgent != Tick::MAX && shared.time.now_tick().0 >= urgent {
                     return urgent;
@@ -264,8 +270,9 @@ fn fire_precise<T: Send + 'static, E: Executor<T>>(
                 next = next.min(taken.next);
             }
         }
-        // Stable: a shard's timers of equal deadline keep their order.
-        batch.sort_by_key(|fire| fire.deadline);
+        // Stable: a shard's timers of equal deadline and priority keep
+        // their order (`priority.rs`).
+        priority::order(batch, |fire| (fire.deadline, fire.priority));
         deliver(shared, batch);
         if !more {
             return next;
@@ -284,6 +291,9 @@ struct Place {
 struct Taken {
     /// The batch reached its limit: the shard may have more due.
     filled: bool,
+    /// The shard has held timers with a priority: the batch ends at a
+    /// tick's end, to be ordered.
+    ranked: bool,
     /// When the class next needs the driver for this shard (`Tick::MAX`
     /// if filled, or if nothing is left).
     next: Tick,
@@ -309,13 +319,14 @@ fn take_due<T>(
     wheels.get(place.class.index)?;
     #[cfg(feature = "async")]
     let dropped = wheels.flush_dropped();
-    let Some(wheel) = wheels.get_mut(place.class.index) else {
+    let ranked = wheels.ranked();
+    let Some((wheel, ranks)) = wheels.wheel_and_ranks(place.class.index) else {
         // The wakers go after the lock, as below.
         drop(wheels);
         return None;
     };
-    collect(wheel, place, now, now_up, limit, batch);
-    let filled = batch.len() == limit;
+    collect(wheel, ranks, place, now, now_up, limit, batch);
+    let filled = batch.len() >= limit;
     let next = match wheel.next_expiration() {
         Some(due) if !filled => due.saturating_add(place.class.wake_after),
         _ => Tick::MAX,
@@ -324,6 +335,7 @@ fn take_due<T>(
     drop(wheels);
     Some(Taken {
         filled,
+        ranked,
         next,
         #[cfg(feature = "async")]
         _dropped: dropped,
@@ -331,41 +343,54 @@ fn take_due<T>(
 }
 
 /// Takes due timers out of `wheel` (one-shots) or re-arms them in place
-/// (repeating), until `batch` holds `limit`. Runs under the shard lock: no user
-/// code here.
+/// (repeating), until `batch` holds `limit`, and then, if the shard has
+/// `ranks`, on to the end of the last timer's tick (`priority.rs`). Runs
+/// under the shard lock: no user code here.
 fn collect<T>(
     wheel: &mut Shard<T>,
+    mut ranks: Option<&mut Ranks>,
     place: Place,
     now: Tick,
     now_up: Tick,
     limit: usize,
     batch: &mut Vec<Fire<T>>,
 ) {
+    let whole_ticks = ranks.is_some();
+    let class = place.class.index;
     wheel.set_now(now);
     let slack = place.class.slack;
-    while batch.len() < limit {
+    loop {
         let Some((key, deadline)) = wheel.peek() else {
             return;
         };
+        if batch.len() >= limit
+            && !(whole_ticks && batch.last().is_some_and(|last| last.deadline == deadline))
+        {
+            return;
+        }
         let handle = TimerHandle {
             key,
             shard: place.shard,
             class: place.class.index,
         };
-        let work = match wheel.get_mut(key) {
+        let (priority, work) = match wheel.get_mut(key) {
             Some(Job::Repeat(repeat)) => {
                 let next = repeat.cadence.fire(deadline, now, now_up, slack);
                 let make = alloc::sync::Arc::clone(&repeat.make);
                 wheel.reset(key, next);
-                Work::Make(make)
+                let priority = ranks.as_ref().map_or(0, |r| r.get(class, key));
+                (priority, Work::Make(make))
             }
             Some(Job::Once(_)) => match wheel.cancel(key) {
-                Some(Job::Once(value)) => Work::Value(value),
+                Some(Job::Once(value)) => {
+                    let priority = ranks.as_mut().map_or(0, |r| r.take(class, key));
+                    (priority, Work::Value(value))
+                }
                 _ => unreachable!("the peeked one-shot is gone"),
             },
             #[cfg(feature = "async")]
             Some(Job::Wake(..)) => match wheel.cancel(key) {
-                Some(Job::Wake(waker)) => Work::Wake(waker),
+                Some(Job::Wake(waker)) => (0, Work::Wake(waker)),
                 _ => unreachable!("the peeked sleep is gone"),
             },
             None => unreachable!("a peeked key is stale"),
@@ -374,6 +399,7 @@ fn collect<T>(
             handle,
             deadline,
             slack,
+            priority,
             work,
         });
     }

@@ -14,6 +14,7 @@
 //! | `job.rs` | what a wheel entry holds; a repeating timer's cadence (state table) |
 //! | `shard.rs` | the shared state: shards, lifecycle (state table), ground rules of locking |
 //! | `slack.rs` | `Timer::with_slack`, slack classes, and when the driver wakes for them |
+//! | `priority.rs` | `Timer::with_priority`: the order of timers due at the same tick |
 //! | `latency.rs` | how late the OS wakes the driver, learned: the lead of those wake-ups |
 //! | `driver.rs` | the driver loop and the wake-up protocol |
 //! | `owner.rs` | stopping: the last handle stops the driver |
@@ -54,6 +55,7 @@ mod owner;
 mod passes;
 mod periodic;
 mod pool;
+mod priority;
 mod shard;
 mod slack;
 pub(crate) mod stats;

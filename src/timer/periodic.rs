@@ -172,7 +172,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         }));
         self.owner
             .shared
-            .insert(file_at, self.class, job)
+            .insert(file_at, self.class, self.priority, job)
             .map_err(|err| err.map(Job::into_factory))
     }
 }
@@ -289,7 +289,7 @@ impl<E: Executor<Task>> Timer<Task, E> {
             },
         }));
         shared
-            .insert(first, self.class, job)
+            .insert(first, self.class, self.priority, job)
             .map_err(|err| err.map(Job::into_factory))
     }
 }

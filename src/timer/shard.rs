@@ -40,6 +40,7 @@ use std::panic::catch_unwind;
 
 use super::executor::{Executor, Undelivered, UndeliveredHook, Why};
 use super::job::{Job, Unfired};
+use super::priority::Ranks;
 use super::slack::Classes;
 use super::stats::Counters;
 use super::sync::{
@@ -63,6 +64,9 @@ pub(super) type Shard<T> = Wheel<Job<T>>;
 pub(super) struct Wheels<T> {
     by_class: Vec<Option<Shard<T>>>,
     geometry: Geometry,
+    /// The priorities of timers filed with one (`priority.rs`); `None`
+    /// until the first, and never again after.
+    ranks: Option<Ranks>,
     /// Dropped sleeps' timers, still filed, to cancel (`futures/filed.rs`).
     #[cfg(feature = "async")]
     dropped: super::futures::Dropped,
@@ -73,6 +77,7 @@ impl<T> Wheels<T> {
         Wheels {
             by_class: Vec::new(),
             geometry,
+            ranks: None,
             #[cfg(feature = "async")]
             dropped: super::futures::Dropped::new(),
         }
@@ -119,6 +124,38 @@ impl<T> Wheels<T> {
         }
         let geometry = self.geometry;
         self.by_class[class].get_or_insert_with(|| Wheel::with_geometry(geometry))
+    }
+
+    /// Whether a timer with a priority was ever filed here: the driver
+    /// then takes each tick's timers whole (`priority.rs`).
+    #[inline]
+    pub(super) fn ranked(&self) -> bool {
+        self.ranks.is_some()
+    }
+
+    /// How many priorities are kept: those of the filed timers that have one.
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn ranks_kept(&self) -> usize {
+        self.ranks.as_ref().map_or(0, Ranks::len)
+    }
+
+    /// Forgets the priority of a timer that left its wheel.
+    #[inline]
+    pub(super) fn unrank(&mut self, class: u16, key: crate::TimerKey) -> u8 {
+        match &mut self.ranks {
+            None => 0,
+            Some(ranks) => ranks.take(class, key),
+        }
+    }
+
+    /// The wheel of `class` and the priorities, borrowed together.
+    #[inline]
+    pub(super) fn wheel_and_ranks(
+        &mut self,
+        class: u16,
+    ) -> Option<(&mut Shard<T>, Option<&mut Ranks>)> {
+        let wheel = self.by_class.get_mut(usize::from(class))?.as_mut()?;
+        Some((wheel, self.ranks.as_mut()))
     }
 
     /// Timers pending in every class (not counting dropped sleeps'.)
@@ -226,6 +263,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         &self,
         deadline: Tick,
         class: u16,
+        priority: u8,
         job: Job<T>,
     ) -> Result<TimerHandle, ScheduleError<Job<T>>> {
         if let Some(max) = self.max_pending {
@@ -234,7 +272,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                 return Err(ScheduleError::new(ScheduleErrorKind::Full, job));
             }
         }
-        self.file(deadline, class, job)
+        self.file(deadline, class, priority, job)
     }
 
     /// [`insert`](Self::insert) outside `max_pending`: for sleeps, which
@@ -247,7 +285,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         class: u16,
         job: Job<T>,
     ) -> Result<TimerHandle, ScheduleError<Job<T>>> {
-        self.file(deadline, class, job)
+        self.file(deadline, class, 0, job)
     }
 
     /// Files a job whose reservation (if any) is made.
@@ -255,6 +293,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         &self,
         deadline: Tick,
         class: u16,
+        priority: u8,
         job: Job<T>,
     ) -> Result<TimerHandle, ScheduleError<Job<T>>> {
         let index = home_shard(self.shards.len());
@@ -268,6 +307,12 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             }
             match wheels.get_or_make(class).try_insert(deadline, job) {
                 Ok(key) => {
+                    if priority > 0 {
+                        wheels
+                            .ranks
+                            .get_or_insert_with(Ranks::default)
+                            .set(class, key, priority);
+                    }
                     ShardCell::<T>::bump(&cell.scheduled);
                     cell.publish_one(true);
                     key
@@ -330,6 +375,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         let job = {
             let (cell, mut wheels) = self.lock(handle)?;
             let job = wheels.get_mut(handle.class)?.cancel(handle.key)?;
+            wheels.unrank(handle.class, handle.key);
             ShardCell::<T>::bump(&cell.cancelled);
             cell.publish_one(false);
             job
@@ -390,6 +436,9 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             let dropped = wheels.flush_dropped();
             for wheel in wheels.iter_mut() {
                 jobs.extend(wheel.drain());
+            }
+            if let Some(ranks) = &mut wheels.ranks {
+                ranks.clear();
             }
             cell.publish_len(&wheels);
             drop(wheels);

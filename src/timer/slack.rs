@@ -339,6 +339,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         Timer {
             owner: Arc::clone(&self.owner),
             class: shared.classes.class_of(shared.time.slack_ticks(slack)),
+            priority: self.priority,
         }
     }
 
