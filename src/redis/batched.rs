@@ -33,6 +33,21 @@ pub(super) struct ScheduleJob {
     priority: u8,
 }
 
+impl ScheduleJob {
+    /// A job scheduler's run (`scheduler.rs`): due at `due` µs.
+    pub(super) fn run(id: String, due: i64, payload: &[u8]) -> Result<ScheduleJob, QueueError> {
+        check_id(&id)?;
+        let due = u64::try_from(due).map_err(|_| QueueError::DueOutOfRange)?;
+        Ok(ScheduleJob {
+            id,
+            token: Token::new(),
+            when: When::at(std::time::UNIX_EPOCH + core::time::Duration::from_micros(due))?,
+            payload: payload.to_vec(),
+            priority: 0,
+        })
+    }
+}
+
 impl Batched for ScheduleJob {
     type Answer = Scheduled;
     const REPLICATED: bool = true;
@@ -150,6 +165,15 @@ pub(super) fn schedule_many(
 pub(super) struct CancelJob {
     id: String,
     token: Token,
+}
+
+impl CancelJob {
+    pub(super) fn new(id: String) -> CancelJob {
+        CancelJob {
+            id,
+            token: Token::new(),
+        }
+    }
 }
 
 impl Batched for CancelJob {

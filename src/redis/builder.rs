@@ -438,6 +438,8 @@ impl QueueBuilder {
             identity,
             hints,
             hints_started: core::sync::atomic::AtomicBool::new(false),
+            schedules_started: core::sync::atomic::AtomicBool::new(false),
+            schedules_wake: tokio::sync::Notify::new(),
             policy: std::sync::OnceLock::new(),
             trim_wake: std::sync::OnceLock::new(),
         };

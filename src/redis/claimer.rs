@@ -181,6 +181,14 @@ pub(super) async fn run(
                 // ties by priority, holds within each).
                 jobs.sort_by_key(|job| job.due);
             }
+            if jobs
+                .iter()
+                .any(|job| job.id.starts_with(super::scheduler::RUN_PREFIX))
+            {
+                // A job scheduler's run: its scheduler may be new to this
+                // process, or changed; the task that makes runs looks now.
+                io.ctx.schedules_wake.notify_one();
+            }
             hand_out(&io, &mut waiting, jobs).await;
             continue;
         }

@@ -19,6 +19,7 @@ use super::ops;
 use super::outcome::{Acked, Delivery, Nacked};
 use super::pending::Pending;
 use super::queue::wait_all;
+use super::scheduler;
 use super::QueueError;
 use crate::timer::{Inline, Timer};
 
@@ -55,6 +56,11 @@ impl ClaimLoop {
         } else {
             None
         };
+        if !ctx.schedules_started.swap(true, Ordering::AcqRel) {
+            shared.send(Request::Daemon(Box::new(|io| {
+                Box::pin(scheduler::keep(io))
+            })));
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         shared.send(Request::Task(Box::new(move |io| {
             Box::pin(claimer::run(io, rx, hints, timer))

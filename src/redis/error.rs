@@ -29,6 +29,10 @@ pub enum QueueError {
     /// An argument is outside its documented range (a lease or delay over
     /// its cap, say); nothing was sent.
     Argument(&'static str),
+    /// A job scheduler's timetable cannot work: a cron expression or time
+    /// zone that does not parse, a period out of range, a key that is
+    /// empty or too long; nothing was sent.
+    InvalidSchedule(String),
     /// Redis could not be reached, or kept failing, for the whole retry
     /// window; the last error is given. Within the window every attempt of
     /// the call carried the same request token, so a retry after a lost
@@ -83,6 +87,7 @@ impl fmt::Display for QueueError {
                 write!(f, "due time out of range (Unix epoch to year 2255)")
             }
             QueueError::Argument(why) => write!(f, "invalid argument: {why}"),
+            QueueError::InvalidSchedule(why) => write!(f, "invalid schedule: {why}"),
             QueueError::Unavailable(last) => write!(f, "redis unavailable: {last}"),
             QueueError::Server(message) => write!(f, "redis error: {message}"),
             QueueError::Config(why) => write!(f, "invalid queue options: {why}"),

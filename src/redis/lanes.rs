@@ -212,6 +212,32 @@ impl<J: Batched> Lane<J> {
     }
 }
 
+/// Runs `jobs` from the I/O thread itself, not through a lane (the job
+/// schedulers' runs, `scheduler.rs`): one script call per partition, in
+/// turn. Fails at the first call that fails (each is idempotent: a retry
+/// of the whole set answers the same).
+pub(super) async fn run_direct<J: Batched>(io: &Io, jobs: Vec<J>) -> Result<(), QueueError> {
+    let parts = io.ctx.parts();
+    let mut by_part: Vec<Vec<J>> = (0..parts.len()).map(|_| Vec::new()).collect();
+    for job in jobs {
+        by_part[parts.of(job.id())].push(job);
+    }
+    for (part, jobs) in by_part.into_iter().enumerate() {
+        if jobs.is_empty() {
+            continue;
+        }
+        let keys = parts.get(part);
+        let cmd = J::command(&jobs, &io.ctx, keys);
+        let reply = if J::REPLICATED {
+            io.script_replicated(J::lua(), &cmd, keys).await?
+        } else {
+            io.script(J::lua(), &cmd).await?
+        };
+        J::answers(reply, &jobs, &io.ctx)?;
+    }
+    Ok(())
+}
+
 async fn run_batch<J: Batched>(io: &Io, part: usize, calls: Vec<Call<J>>) {
     let (jobs, replies): (Vec<J>, Vec<Reply<J::Answer>>) =
         calls.into_iter().map(|c| (c.job, c.reply)).unzip();

@@ -93,6 +93,10 @@ pub(super) struct Ctx {
     /// Wakes the retention trimmers (one a partition) when this process
     /// ends a job; made with the partitions.
     pub(super) trim_wake: std::sync::OnceLock<Vec<tokio::sync::Notify>>,
+    /// Whether the job schedulers' task runs (the first consumer starts
+    /// it, `scheduler.rs`), and what wakes it early.
+    pub(super) schedules_started: core::sync::atomic::AtomicBool,
+    pub(super) schedules_wake: tokio::sync::Notify,
 }
 
 impl Ctx {

@@ -124,6 +124,8 @@ mod pending;
 mod queue;
 mod retention;
 mod round;
+mod schedule;
+mod scheduler;
 mod server;
 
 pub use async_consumer::AsyncConsumer;
@@ -136,6 +138,8 @@ pub use listing::{Cursor, Listed, Page};
 pub use new_job::NewJob;
 pub use outcome::{Acked, Cancelled, DeadLetter, Delivery, Nacked, Scheduled};
 pub use queue::Queue;
+pub use schedule::{Missed, Schedule, MIN_PERIOD};
+pub use scheduler::{ScheduleInfo, Upserted, MAX_SCHEDULE_KEY};
 
 use core::time::Duration;
 

@@ -1,0 +1,498 @@
+//! Job schedulers: recurring jobs kept in Redis, whose runs are ordinary
+//! jobs of the queue.
+//!
+//! # Data
+//!
+//! A scheduler is a key, a timetable ([`Schedule`]) and a payload, kept in
+//! two hashes under the queue's own tag (`tw:{name}:schedules`, key →
+//! record, and `tw:{name}:schedule-payloads`, key → payload). A record is
+//! its version (one more at each change), its *horizon* (µs: runs exist
+//! for the timetable's instants up to it) and the timetable. The run of
+//! version `v` for instant `t` is the job `schedule/<key>/<v>/<t>` (t in
+//! µs since the epoch), due at `t`: an id fixed by the instant, so however
+//! many consumers make it, one job exists, and a run that ended stays
+//! ended (ids are kept for the queue's retention, and a horizon never goes
+//! back). A change of timetable or payload is a new version: its runs are
+//! new ids, so an instant whose old run already ran runs again under the
+//! new version only if both timetables hold it and the old run had not
+//! been cancelled (it was in flight, or past).
+//!
+//! # Making runs ahead
+//!
+//! Runs are made ahead, by the consumers: each consumer process keeps one
+//! task (started with its first consumer) that reads every record and the
+//! server's clock in one call and, for each scheduler whose horizon is
+//! less than half the lookahead (1 s) ahead, makes the runs of the
+//! instants up to two seconds ahead (at least the next one, however far:
+//! a daily run is made a day ahead), then moves the horizon with a
+//! compare-and-set on (version, horizon). Two consumers that race make the
+//! same ids (the second is told `Exists`) and one horizon move wins. The
+//! task sleeps until the earliest horizon less half the lookahead, at most
+//! a minute (so a scheduler made elsewhere is found), and wakes early when
+//! a consumer of this process is handed a run (its scheduler may have
+//! been made elsewhere, or changed). `upsert_schedule` makes the first
+//! runs itself, so a new scheduler runs on time with no consumer awake.
+//!
+//! # Missed runs
+//!
+//! Instants more than a second past when the task looks (no consumer ran
+//! to make their runs) are missed, and follow the scheduler's [`Missed`]:
+//! none runs, one run for the latest, or each (1,000 a look). A run made
+//! before the outage and overdue after it is an ordinary job: the queue's
+//! misfire policy (`QueueBuilder::misfire`) decides it, as for any job.
+//!
+//! # Changing and removing
+//!
+//! An upsert whose timetable or payload differs bumps the version, sets the
+//! horizon to now and cancels the old timetable's runs still waiting (from
+//! now to its horizon; a run in flight finishes); an identical upsert
+//! changes nothing (`Upserted::Unchanged`). Removing cancels the same way.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::time::Duration;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use super::batched::{CancelJob, ScheduleJob};
+use super::lanes::run_direct;
+use super::link::{jitter, Ctx, Io, Shared};
+use super::lua::lua;
+use super::ops::{array, bytes, check_id};
+use super::pending::Pending;
+use super::schedule::{Missed, Schedule};
+use super::QueueError;
+use crate::event::event;
+
+lua!(UPSERT, "schedule_upsert.lua");
+lua!(ADVANCE, "schedule_advance.lua");
+lua!(REMOVE, "schedule_remove.lua");
+lua!(READ, "schedule_read.lua");
+
+/// The ids of runs start with this; the rest is `<key>/<instant µs>`.
+pub(super) const RUN_PREFIX: &str = "schedule/";
+/// How far ahead runs are made.
+const LOOKAHEAD: i64 = 2_000_000;
+/// An instant found later than this is missed.
+const GRACE: i64 = 1_000_000;
+/// Most runs made for one scheduler at one look.
+const MAX_RUNS: usize = 1_000;
+/// The longest sleep of the task: a scheduler made elsewhere is found
+/// within it.
+const REREAD: Duration = Duration::from_secs(60);
+/// A scheduler's key: at most this many bytes (its runs' ids must fit).
+pub const MAX_SCHEDULE_KEY: usize = 200;
+
+/// What [`Queue::upsert_schedule`](super::Queue::upsert_schedule) did.
+///
+/// ```
+/// use tickwheel::redis::Upserted;
+/// assert_ne!(Upserted::Created, Upserted::Unchanged);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upserted {
+    /// A new scheduler; its first runs are made.
+    Created,
+    /// The timetable or payload changed: the old runs still waiting are
+    /// cancelled, the new timetable's first runs made.
+    Updated,
+    /// The same timetable and payload were there already: nothing changed.
+    Unchanged,
+}
+
+/// A job scheduler as stored, from
+/// [`Queue::schedules`](super::Queue::schedules).
+///
+/// ```no_run
+/// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+/// for s in q.schedules()? {
+///     println!("{}: {} (made up to {:?})", s.key, s.timetable, s.made_until);
+/// }
+/// # Ok::<(), tickwheel::redis::QueueError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleInfo {
+    /// Its key.
+    pub key: String,
+    /// Its timetable, as text: `every 30s`, or `cron "…" Zone`.
+    pub timetable: String,
+    /// Its version: one more at each change.
+    pub version: u64,
+    /// Runs exist for its instants up to this time.
+    pub made_until: SystemTime,
+}
+
+/// A record: version, horizon (µs) and timetable text.
+struct Record<'a> {
+    version: u64,
+    horizon: i64,
+    timetable: &'a str,
+}
+
+impl<'a> Record<'a> {
+    fn parse(text: &'a str) -> Option<Record<'a>> {
+        let mut parts = text.splitn(3, '\n');
+        Some(Record {
+            version: parts.next()?.parse().ok()?,
+            horizon: parts.next()?.parse().ok()?,
+            timetable: parts.next()?,
+        })
+    }
+}
+
+fn hashes(ctx: &Ctx) -> [String; 2] {
+    let name = &ctx.name;
+    [
+        alloc::format!("tw:{{{name}}}:schedules"),
+        alloc::format!("tw:{{{name}}}:schedule-payloads"),
+    ]
+}
+
+/// The id of the run of version `version` of scheduler `key` for instant
+/// `t` (µs).
+fn run_id(key: &str, version: u64, t: i64) -> String {
+    alloc::format!("{RUN_PREFIX}{key}/{version}/{t}")
+}
+
+/// The scheduler and instant of a run's id; `None` for any other id.
+pub(super) fn parse_run(id: &str) -> Option<(&str, SystemTime)> {
+    let rest = id.strip_prefix(RUN_PREFIX)?;
+    let (rest, t) = rest.rsplit_once('/')?;
+    let (key, version) = rest.rsplit_once('/')?;
+    version.parse::<u64>().ok()?;
+    let t: u64 = t.parse().ok()?;
+    Some((key, UNIX_EPOCH + Duration::from_micros(t)))
+}
+
+fn check_key(key: &str) -> Result<(), QueueError> {
+    if key.is_empty() || key.len() > MAX_SCHEDULE_KEY {
+        return Err(QueueError::InvalidSchedule(alloc::format!(
+            "a scheduler's key must be 1 to {MAX_SCHEDULE_KEY} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// The instants whose runs to make now, for a scheduler made up to
+/// `horizon`, at server time `now`: the missed ones as its policy says,
+/// then those up to the lookahead, at least one still to come.
+fn plan(schedule: &Schedule, horizon: i64, now: i64) -> Vec<i64> {
+    let mut out = Vec::new();
+    let missed_before = now - GRACE;
+    let mut t = horizon;
+    if schedule
+        .next_after(t)
+        .is_some_and(|next| next < missed_before)
+    {
+        match schedule.missed_policy() {
+            Missed::Skip => t = t.max(missed_before - 1),
+            Missed::RunOnce => {
+                if let Some(last) = schedule.last_before(horizon, missed_before) {
+                    out.push(last);
+                    t = last;
+                }
+            }
+            Missed::RunAll => {
+                while let Some(next) = schedule.next_after(t).filter(|&n| n < missed_before) {
+                    out.push(next);
+                    t = next;
+                    if out.len() == MAX_RUNS {
+                        return out;
+                    }
+                }
+            }
+        }
+        t = t.max(missed_before - 1);
+    }
+    while let Some(next) = schedule.next_after(t) {
+        if next > now + LOOKAHEAD && out.last().is_some_and(|&last| last > now) {
+            break;
+        }
+        out.push(next);
+        t = next;
+        if out.len() == MAX_RUNS {
+            break;
+        }
+    }
+    out
+}
+
+/// Makes the runs of `instants` for scheduler `key` and moves its horizon
+/// from `seen` to the last of them.
+async fn make_runs(
+    io: &Io,
+    key: &str,
+    version: u64,
+    seen: i64,
+    instants: &[i64],
+) -> Result<(), QueueError> {
+    let Some(&last) = instants.last() else {
+        return Ok(());
+    };
+    let [records, payloads] = hashes(&io.ctx);
+    let mut get = redis::cmd("HGET");
+    get.arg(&payloads).arg(key);
+    let payload = bytes(io.query(&get).await?);
+    let runs = instants
+        .iter()
+        .map(|&t| ScheduleJob::run(run_id(key, version, t), t, &payload))
+        .collect::<Result<Vec<_>, _>>()?;
+    run_direct(io, runs).await?;
+    let mut cmd = ADVANCE.command(&[records]);
+    cmd.arg(key).arg(version).arg(seen).arg(last);
+    io.script(&ADVANCE, &cmd).await?;
+    Ok(())
+}
+
+/// Cancels the runs of `timetable` still waiting between `now` and
+/// `horizon` (a changed or removed scheduler's).
+async fn cancel_runs(io: &Io, key: &str, record: &Record<'_>, now: i64) -> Result<(), QueueError> {
+    let Some(schedule) = Schedule::decode(record.timetable) else {
+        return Ok(());
+    };
+    let mut ids = Vec::new();
+    let mut t = now - GRACE;
+    while let Some(next) = schedule.next_after(t).filter(|&n| n <= record.horizon) {
+        ids.push(CancelJob::new(run_id(key, record.version, next)));
+        t = next;
+        if ids.len() == MAX_RUNS {
+            break;
+        }
+    }
+    run_direct(io, ids).await
+}
+
+/// Reads every scheduler and the server's clock: (now, [(key, record)]).
+async fn read(io: &Io) -> Result<(i64, Vec<(String, String)>), QueueError> {
+    let [records, _] = hashes(&io.ctx);
+    let cmd = READ.command(&[records]);
+    let mut items = array(io.script(&READ, &cmd).await?)?.into_iter();
+    let wrong = || QueueError::Server(String::from("a malformed scheduler read"));
+    let now = String::from_utf8(bytes(items.next().ok_or_else(wrong)?))
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(wrong)?;
+    let mut all = Vec::new();
+    while let (Some(key), Some(record)) = (items.next(), items.next()) {
+        let key = String::from_utf8_lossy(&bytes(key)).into_owned();
+        let record = String::from_utf8_lossy(&bytes(record)).into_owned();
+        all.push((key, record));
+    }
+    Ok((now, all))
+}
+
+/// One look: makes what every scheduler needs. Answers the server's clock
+/// at the read, and when the next look is due (server µs), if any
+/// scheduler exists.
+async fn look(io: &Io) -> Result<(i64, Option<i64>), QueueError> {
+    let (now, all) = read(io).await?;
+    let mut next_look: Option<i64> = None;
+    for (key, text) in &all {
+        let Some(record) = Record::parse(text) else {
+            continue;
+        };
+        let Some(schedule) = Schedule::decode(record.timetable) else {
+            // A timetable this build cannot read (a cron one without
+            // feature `cron`): another process may.
+            continue;
+        };
+        let mut horizon = record.horizon;
+        if horizon - LOOKAHEAD / 2 <= now {
+            let instants = plan(&schedule, horizon, now);
+            make_runs(io, key, record.version, horizon, &instants).await?;
+            horizon = instants.last().copied().unwrap_or(horizon);
+            if instants.len() == MAX_RUNS {
+                // More to make: look again at once.
+                horizon = now;
+            }
+        }
+        let due = horizon - LOOKAHEAD / 2;
+        next_look = Some(next_look.map_or(due, |n| n.min(due)));
+    }
+    Ok((now, next_look))
+}
+
+/// The task of a consumer process that makes the runs of every scheduler
+/// of the queue ahead of time (see the module docs).
+pub(super) async fn keep(io: Io) {
+    let ctx = alloc::sync::Arc::clone(&io.ctx);
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let started = Instant::now();
+        let sleep = match look(&io).await {
+            Ok((now, next)) => {
+                backoff = Duration::from_millis(100);
+                // The clock was read before the reply arrived, so waiting
+                // the difference from the call's start is never late by
+                // the server's clock.
+                next.map_or(REREAD, |next| {
+                    Duration::from_micros(u64::try_from(next - now).unwrap_or(0))
+                })
+                .saturating_sub(started.elapsed())
+            }
+            Err(err) => {
+                event!(
+                    warn,
+                    "job schedulers: could not make runs; trying again",
+                    queue = ctx.identity,
+                    error = err
+                );
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+                jitter(backoff)
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(sleep.min(REREAD)) => {}
+            () = ctx.schedules_wake.notified() => {}
+        }
+    }
+}
+
+/// `Queue::upsert_schedule`.
+pub(super) fn upsert(
+    s: &Shared,
+    key: &str,
+    schedule: &Schedule,
+    payload: &[u8],
+) -> Result<Pending<Upserted>, QueueError> {
+    check_key(key)?;
+    check_id(&run_id(key, u64::MAX, i64::MAX))?;
+    super::ops::check_payload(payload)?;
+    schedule.check()?;
+    let (key, timetable, payload) = (key.to_string(), schedule.encode(), payload.to_vec());
+    let schedule = schedule.clone();
+    Ok(s.task(move |io, reply| async move {
+        let answer = async {
+            let [records, payloads] = hashes(&io.ctx);
+            let mut cmd = UPSERT.command(&[records, payloads]);
+            cmd.arg(&key).arg(&timetable).arg(&payload);
+            let items = array(io.script(&UPSERT, &cmd).await?)?;
+            let what = items.first().and_then(super::ops::int).unwrap_or(-1);
+            let old = items
+                .get(1)
+                .map(|v| String::from_utf8_lossy(&bytes(v.clone())).into_owned());
+            let upserted = match what {
+                0 => return Ok(Upserted::Unchanged),
+                1 => Upserted::Created,
+                2 => Upserted::Updated,
+                _ => return Err(QueueError::Server(String::from("a malformed upsert reply"))),
+            };
+            // The new record's horizon is the server's now: read it back.
+            let (now, all) = read(&io).await?;
+            if let Some(old) = old.as_deref().and_then(Record::parse) {
+                cancel_runs(&io, &key, &old, now).await?;
+            }
+            if let Some(record) = all
+                .iter()
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, text)| Record::parse(text))
+            {
+                let instants = plan(&schedule, record.horizon, now);
+                make_runs(&io, &key, record.version, record.horizon, &instants).await?;
+            }
+            io.ctx.schedules_wake.notify_one();
+            Ok(upserted)
+        }
+        .await;
+        let _ = reply.send(answer);
+    }))
+}
+
+/// `Queue::remove_schedule`: whether there was one.
+pub(super) fn remove(s: &Shared, key: &str) -> Result<Pending<bool>, QueueError> {
+    check_key(key)?;
+    let key = key.to_string();
+    Ok(s.task(move |io, reply| async move {
+        let answer = async {
+            let [records, payloads] = hashes(&io.ctx);
+            let mut cmd = REMOVE.command(&[records, payloads]);
+            cmd.arg(&key);
+            let old = io.script(&REMOVE, &cmd).await?;
+            if matches!(old, redis::Value::Nil) {
+                return Ok(false);
+            }
+            let old = String::from_utf8_lossy(&bytes(old)).into_owned();
+            if let Some(record) = Record::parse(&old) {
+                let (now, _) = read(&io).await?;
+                cancel_runs(&io, &key, &record, now).await?;
+            }
+            Ok(true)
+        }
+        .await;
+        let _ = reply.send(answer);
+    }))
+}
+
+/// `Queue::schedules`: every scheduler, by key.
+pub(super) fn list(s: &Shared) -> Pending<Vec<ScheduleInfo>> {
+    s.task(move |io, reply| async move {
+        let answer = read(&io).await.map(|(_, all)| {
+            let mut out: Vec<ScheduleInfo> = all
+                .iter()
+                .filter_map(|(key, text)| {
+                    let record = Record::parse(text)?;
+                    let timetable = Schedule::decode(record.timetable).map_or_else(
+                        || String::from("(a timetable this build cannot read)"),
+                        |s| s.describe(),
+                    );
+                    Some(ScheduleInfo {
+                        key: key.clone(),
+                        timetable,
+                        version: record.version,
+                        made_until: UNIX_EPOCH
+                            + Duration::from_micros(u64::try_from(record.horizon).unwrap_or(0)),
+                    })
+                })
+                .collect();
+            out.sort_by(|a, b| a.key.cmp(&b.key));
+            out
+        });
+        let _ = reply.send(answer);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000;
+
+    #[test]
+    fn runs_are_made_up_to_the_lookahead_and_missed_ones_follow_the_policy() {
+        let every = Schedule::every(Duration::from_secs(1));
+        // Up to date: the instants up to two seconds ahead.
+        assert_eq!(plan(&every, 100 * S, 100 * S + 1), [101 * S, 102 * S]);
+        // A daily run: the next one, however far.
+        let daily = Schedule::every(Duration::from_secs(86_400));
+        assert_eq!(plan(&daily, 0, 100 * S), [86_400 * S]);
+        // Five minutes down.
+        let (horizon, now) = (100 * S, 400 * S + 500_000);
+        let skip = every.clone().missed(Missed::Skip);
+        assert_eq!(plan(&skip, horizon, now), [400 * S, 401 * S, 402 * S]);
+        let once = every.clone().missed(Missed::RunOnce);
+        assert_eq!(
+            plan(&once, horizon, now),
+            [399 * S, 400 * S, 401 * S, 402 * S]
+        );
+        let all = every.clone().missed(Missed::RunAll);
+        let runs = plan(&all, horizon, now);
+        assert_eq!(runs.len(), 302);
+        assert_eq!((runs[0], runs[301]), (101 * S, 402 * S));
+        // A year of a 10 ms schedule: capped, the rest at the next look.
+        let fast = Schedule::every(Duration::from_millis(10)).missed(Missed::RunAll);
+        assert_eq!(plan(&fast, 0, 365 * 86_400 * S).len(), MAX_RUNS);
+        let fast_once = Schedule::every(Duration::from_millis(10));
+        assert_eq!(plan(&fast_once, 0, 365 * 86_400 * S).len(), 302);
+    }
+
+    #[test]
+    fn run_ids_name_their_scheduler_and_instant() {
+        let id = run_id("close/unpaid", 3, 1_700_000_000 * S);
+        assert_eq!(id, "schedule/close/unpaid/3/1700000000000000");
+        let (key, at) = parse_run(&id).unwrap();
+        assert_eq!(key, "close/unpaid");
+        assert_eq!(at, UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+        assert_eq!(parse_run("order-17"), None);
+        assert_eq!(parse_run("schedule/x/1/notanumber"), None);
+        assert_eq!(parse_run("schedule/x/1"), None);
+    }
+}
