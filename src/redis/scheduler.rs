@@ -47,6 +47,8 @@
 //! horizon to now and cancels the old timetable's runs still waiting (from
 //! now to its horizon; a run in flight finishes); an identical upsert
 //! changes nothing (`Upserted::Unchanged`). Removing cancels the same way.
+//! A consumer that was making runs of the old version meanwhile finds its
+//! horizon move refused for the version, and cancels the runs it made.
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -239,7 +241,16 @@ async fn make_runs(
     run_direct(io, runs).await?;
     let mut cmd = ADVANCE.command(&[records]);
     cmd.arg(key).arg(version).arg(seen).arg(last);
-    io.script(&ADVANCE, &cmd).await?;
+    let moved = io.script(&ADVANCE, &cmd).await?;
+    if super::ops::int(&moved) == Some(-1) {
+        // Changed or removed while these were made: the upsert or removal
+        // cancelled the runs it knew of, not these.
+        let stale = instants
+            .iter()
+            .map(|&t| CancelJob::new(run_id(key, version, t)))
+            .collect();
+        run_direct(io, stale).await?;
+    }
     Ok(())
 }
 
