@@ -543,3 +543,36 @@ fn seconds_of_day(rfc3339: &str) -> f64 {
     let (h, m, s) = (field(), field(), field());
     h * 3600.0 + m * 60.0 + s
 }
+
+/// `schedules` lists the queue's job schedulers; `unschedule` removes one
+/// and its waiting runs, and says whether there was one.
+#[test]
+fn schedulers_are_listed_and_removed() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).connect().unwrap();
+    let hourly = tickwheel::redis::Schedule::every(Duration::from_secs(3_600));
+    queue.upsert_schedule("report", &hourly, b"r").unwrap();
+    let nightly = tickwheel::redis::Schedule::cron("0 30 2 * * *", "Europe/Paris").unwrap();
+    queue.upsert_schedule("nightly", &nightly, b"n").unwrap();
+    let target = queue_args(&server);
+    let target = strs(&target);
+    let listed = ok(&target, &["schedules"]);
+    let all = listed.of("schedule");
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0]["key"], "nightly");
+    assert_eq!(all[0]["timetable"], "cron \"0 30 2 * * *\" Europe/Paris");
+    assert_eq!(all[1]["key"], "report");
+    assert_eq!(all[1]["timetable"], "every 3600s");
+    assert_eq!(all[1]["version"], 1);
+    assert_eq!(ok(&target, &["ls", "pending"]).of("job").len(), 2);
+    let removed = ok(&target, &["unschedule", "report"]);
+    assert_eq!(removed.one("unschedule")["removed"], true);
+    assert_eq!(
+        ok(&target, &["unschedule", "report"]).one("unschedule")["removed"],
+        false
+    );
+    assert_eq!(ok(&target, &["schedules"]).of("schedule").len(), 1);
+    assert_eq!(ok(&target, &["ls", "pending"]).of("job").len(), 1);
+}

@@ -66,6 +66,14 @@ pub(crate) enum Command {
         /// What to purge.
         what: Purgeable,
     },
+    /// The queue's job schedulers (recurring jobs): key, timetable,
+    /// version, and how far ahead their runs are made.
+    Schedules,
+    /// Removes a job scheduler and cancels its runs still waiting.
+    Unschedule {
+        /// The scheduler's key.
+        key: String,
+    },
     /// A live view of the queue, refreshed in place.
     Watch {
         /// Time between refreshes (`500ms`, `1s`, `2m`).

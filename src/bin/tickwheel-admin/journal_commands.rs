@@ -140,5 +140,6 @@ pub(crate) fn run(path: &Path, command: Command, out: &Out) -> Result<(), String
         Command::Requeue { .. } => unsupported("requeue"),
         Command::Purge { .. } => unsupported("purge"),
         Command::Watch { .. } => unsupported("watch"),
+        Command::Schedules | Command::Unschedule { .. } => unsupported("job schedulers"),
     }
 }

@@ -23,6 +23,8 @@ pub(crate) fn run(queue: &Queue, command: Command, out: &Out) -> Result<(), Stri
         Command::Purge {
             what: Purgeable::Dead,
         } => purge_dead(queue, out),
+        Command::Schedules => schedules(queue, out),
+        Command::Unschedule { key } => unschedule(queue, &key, out),
         Command::Watch { every, once, count } => {
             watch::run(queue, every, if once { Some(1) } else { count }, out)
         }
@@ -31,6 +33,29 @@ pub(crate) fn run(queue: &Queue, command: Command, out: &Out) -> Result<(), Stri
 
 fn failed(err: QueueError) -> String {
     err.to_string()
+}
+
+fn schedules(queue: &Queue, out: &Out) -> Result<(), String> {
+    for s in queue.schedules().map_err(failed)? {
+        out.record(&[
+            ("type", "schedule".into()),
+            ("key", s.key.into()),
+            ("timetable", s.timetable.into()),
+            ("version", s.version.into()),
+            ("made_until", rfc3339(s.made_until).into()),
+        ]);
+    }
+    Ok(())
+}
+
+fn unschedule(queue: &Queue, key: &str, out: &Out) -> Result<(), String> {
+    let removed = queue.remove_schedule(key).map_err(failed)?;
+    out.record(&[
+        ("type", "unschedule".into()),
+        ("key", key.into()),
+        ("removed", removed.into()),
+    ]);
+    Ok(())
 }
 
 /// The earliest waiting job: the first job of the pending listing, read a
