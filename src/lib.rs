@@ -97,6 +97,9 @@ pub mod persist;
 pub mod redis;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub mod schedule;
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod timer;
 pub mod wheel;
 

@@ -109,3 +109,9 @@ impl fmt::Display for QueueError {
 }
 
 impl core::error::Error for QueueError {}
+
+impl From<crate::schedule::InvalidSchedule> for QueueError {
+    fn from(err: crate::schedule::InvalidSchedule) -> Self {
+        QueueError::InvalidSchedule(err.0)
+    }
+}

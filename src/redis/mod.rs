@@ -124,10 +124,11 @@ mod pending;
 mod queue;
 mod retention;
 mod round;
-mod schedule;
 mod scheduler;
+mod schedules;
 mod server;
 
+pub use crate::schedule::{InvalidSchedule, Missed, Schedule};
 pub use async_consumer::AsyncConsumer;
 pub use async_queue::AsyncQueue;
 pub use builder::QueueBuilder;
@@ -138,7 +139,6 @@ pub use listing::{Cursor, Listed, Page};
 pub use new_job::NewJob;
 pub use outcome::{Acked, Cancelled, DeadLetter, Delivery, Nacked, Scheduled};
 pub use queue::Queue;
-pub use schedule::{Missed, Schedule, MIN_PERIOD};
 pub use scheduler::{ScheduleInfo, Upserted, MAX_SCHEDULE_KEY};
 
 use core::time::Duration;

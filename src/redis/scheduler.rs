@@ -61,9 +61,9 @@ use super::link::{jitter, Ctx, Io, Shared};
 use super::lua::lua;
 use super::ops::{array, bytes, check_id};
 use super::pending::Pending;
-use super::schedule::{Missed, Schedule};
 use super::QueueError;
 use crate::event::event;
+use crate::schedule::{Missed, Schedule};
 
 lua!(UPSERT, "schedule_upsert.lua");
 lua!(ADVANCE, "schedule_advance.lua");

@@ -1,6 +1,7 @@
-//! A job scheduler's timetable: when its runs fall due (every period, or
-//! a cron expression in a time zone), and what becomes of runs missed
-//! while no consumer ran. How the runs are made is in `scheduler.rs`.
+//! Timetables for recurring jobs: when the runs fall due (every period,
+//! or a cron expression in a time zone), and what becomes of runs missed
+//! while nothing ran. The Redis queue's job schedulers use them
+//! (`redis/scheduler.rs`, where the runs are made).
 
 #[cfg(feature = "cron")]
 use alloc::boxed::Box;
@@ -8,20 +9,17 @@ use alloc::format;
 use alloc::string::String;
 #[cfg(feature = "cron")]
 use alloc::string::ToString;
-use alloc::vec::Vec;
+use core::fmt;
 use core::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::scheduler::{self, ScheduleInfo, Upserted};
-use super::{AsyncQueue, Delivery, Queue, QueueError};
-
 /// When a job scheduler's runs fall due, and what becomes of runs missed
-/// while nothing ran ([`Missed`]). Given to
-/// [`Queue::upsert_schedule`](super::Queue::upsert_schedule).
+/// while nothing ran ([`Missed`]). Given to the Redis queue's
+/// `Queue::upsert_schedule` (feature `redis`).
 ///
 /// ```
 /// use std::time::Duration;
-/// use tickwheel::redis::{Missed, Schedule};
+/// use tickwheel::schedule::{Missed, Schedule};
 ///
 /// let heartbeat = Schedule::every(Duration::from_secs(30));
 /// let nightly = Schedule::every(Duration::from_secs(86_400)).missed(Missed::RunOnce);
@@ -46,13 +44,12 @@ enum When {
     },
 }
 
-/// What becomes of the runs that fell due while no consumer of the queue
-/// ran to make them (the queue down, every consumer stopped): the
-/// instants a consumer finds more than a second in the past when it next
-/// looks.
+/// What becomes of the runs that fell due while nothing ran to make them
+/// (the Redis queue down, every consumer stopped): the instants found more
+/// than a second in the past when one next looks.
 ///
 /// ```
-/// use tickwheel::redis::Missed;
+/// use tickwheel::schedule::Missed;
 /// assert_eq!(Missed::default(), Missed::RunOnce);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -67,6 +64,24 @@ pub enum Missed {
     RunAll,
 }
 
+/// A timetable that cannot work: a cron expression or time zone that does
+/// not parse, or a period out of range.
+///
+/// ```
+/// let err = tickwheel::schedule::Schedule::cron("sometimes", "UTC").unwrap_err();
+/// assert!(err.to_string().contains("sometimes"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidSchedule(pub(crate) String);
+
+impl fmt::Display for InvalidSchedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid schedule: {}", self.0)
+    }
+}
+
+impl core::error::Error for InvalidSchedule {}
+
 /// The shortest period: runs are made ahead, a batch at a time, and a
 /// shorter period would make thousands a second.
 pub const MIN_PERIOD: Duration = Duration::from_millis(10);
@@ -77,7 +92,7 @@ impl Schedule {
     /// 1 min schedule runs at each whole minute, whoever made it.
     ///
     /// ```
-    /// let s = tickwheel::redis::Schedule::every(std::time::Duration::from_secs(60));
+    /// let s = tickwheel::schedule::Schedule::every(std::time::Duration::from_secs(60));
     /// # drop(s);
     /// ```
     #[must_use]
@@ -89,7 +104,7 @@ impl Schedule {
     ///
     /// ```
     /// use std::time::{Duration, SystemTime};
-    /// let s = tickwheel::redis::Schedule::every_from(Duration::from_secs(60), SystemTime::now());
+    /// let s = tickwheel::schedule::Schedule::every_from(Duration::from_secs(60), SystemTime::now());
     /// # drop(s);
     /// ```
     #[must_use]
@@ -114,26 +129,26 @@ impl Schedule {
     ///
     /// # Errors
     ///
-    /// [`QueueError::InvalidSchedule`], naming what does not parse.
+    /// [`InvalidSchedule`], naming what does not parse.
     ///
     /// ```
-    /// use tickwheel::redis::Schedule;
+    /// use tickwheel::schedule::Schedule;
     /// let close_books = Schedule::cron("0 30 18 * * Mon-Fri", "America/New_York")?;
     /// assert!(Schedule::cron("every tuesday", "UTC").is_err());
     /// assert!(Schedule::cron("0 * * * * *", "Mars/Olympus").is_err());
     /// # drop(close_books);
-    /// # Ok::<(), tickwheel::redis::QueueError>(())
+    /// # Ok::<(), tickwheel::schedule::InvalidSchedule>(())
     /// ```
     #[cfg(feature = "cron")]
-    pub fn cron(expression: &str, zone: &str) -> Result<Schedule, QueueError> {
-        let parsed: cron::Schedule = expression.parse().map_err(|e| {
-            QueueError::InvalidSchedule(format!("cron expression `{expression}`: {e}"))
-        })?;
+    pub fn cron(expression: &str, zone: &str) -> Result<Schedule, InvalidSchedule> {
+        let parsed: cron::Schedule = expression
+            .parse()
+            .map_err(|e| InvalidSchedule(format!("cron expression `{expression}`: {e}")))?;
         let tz: chrono_tz::Tz = zone
             .parse()
-            .map_err(|_| QueueError::InvalidSchedule(format!("unknown time zone `{zone}`")))?;
+            .map_err(|_| InvalidSchedule(format!("unknown time zone `{zone}`")))?;
         if expression.contains('\n') {
-            return Err(QueueError::InvalidSchedule(String::from(
+            return Err(InvalidSchedule(String::from(
                 "a cron expression is one line",
             )));
         }
@@ -151,7 +166,7 @@ impl Schedule {
     /// [`Missed::RunOnce`]).
     ///
     /// ```
-    /// use tickwheel::redis::{Missed, Schedule};
+    /// use tickwheel::schedule::{Missed, Schedule};
     /// let s = Schedule::every(std::time::Duration::from_secs(1)).missed(Missed::Skip);
     /// # drop(s);
     /// ```
@@ -160,14 +175,18 @@ impl Schedule {
         self.missed = missed;
         self
     }
+}
 
+// What the Redis queue's job schedulers read of a timetable.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+impl Schedule {
     /// Refuses a period too short or too long.
-    pub(super) fn check(&self) -> Result<(), QueueError> {
+    pub(crate) fn check(&self) -> Result<(), InvalidSchedule> {
         match &self.when {
             When::Every { period, .. } => {
                 let min = MIN_PERIOD.as_micros() as u64;
                 if *period < min || *period > (1 << 52) {
-                    return Err(QueueError::InvalidSchedule(format!(
+                    return Err(InvalidSchedule(format!(
                         "a schedule's period must be from {MIN_PERIOD:?} to about 142 years"
                     )));
                 }
@@ -179,7 +198,7 @@ impl Schedule {
     }
 
     /// The first instant strictly after `t` (µs since the epoch), if any.
-    pub(super) fn next_after(&self, t: i64) -> Option<i64> {
+    pub(crate) fn next_after(&self, t: i64) -> Option<i64> {
         match &self.when {
             When::Every { period, from } => {
                 let (period, from) = (*period as i64, *from as i64);
@@ -205,7 +224,7 @@ impl Schedule {
     /// any. A cron timetable steps from a week before `before` if it has
     /// instants there (a run a second is 604,800 steps at most), else from
     /// `after`.
-    pub(super) fn last_before(&self, after: i64, before: i64) -> Option<i64> {
+    pub(crate) fn last_before(&self, after: i64, before: i64) -> Option<i64> {
         match &self.when {
             When::Every { period, from } => {
                 let (period, from) = (*period as i64, *from as i64);
@@ -232,13 +251,13 @@ impl Schedule {
         }
     }
 
-    pub(super) fn missed_policy(&self) -> Missed {
+    pub(crate) fn missed_policy(&self) -> Missed {
         self.missed
     }
 
     /// The timetable as stored (the lines of a record after its version
     /// and horizon): missed policy, kind, then the kind's two fields.
-    pub(super) fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let missed = match self.missed {
             Missed::Skip => "skip",
             Missed::RunOnce => "once",
@@ -255,7 +274,7 @@ impl Schedule {
 
     /// A stored timetable; `None` if this build cannot read it (a cron
     /// schedule without feature `cron`) or it is damaged.
-    pub(super) fn decode(text: &str) -> Option<Schedule> {
+    pub(crate) fn decode(text: &str) -> Option<Schedule> {
         let mut lines = text.split('\n');
         let missed = match lines.next()? {
             "skip" => Missed::Skip,
@@ -282,7 +301,7 @@ impl Schedule {
 
     /// How the timetable reads, for listings: `every 30s` or
     /// `cron "0 30 18 * * Mon-Fri" America/New_York`.
-    pub(super) fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match &self.when {
             When::Every { period, from } if *from == 0 => {
                 format!("every {:?}", Duration::from_micros(*period))
@@ -295,153 +314,6 @@ impl Schedule {
                 expression, zone, ..
             } => format!("cron \"{expression}\" {zone}"),
         }
-    }
-}
-
-impl Queue {
-    /// Makes or changes the job scheduler `key`: a recurring job whose
-    /// runs, one per instant of `schedule`, are ordinary jobs of this queue
-    /// with the id `schedule/<key>/<version>/<instant µs>` and `payload`
-    /// ([`Delivery::schedule`] tells them apart). Each instant runs once,
-    /// at least once across a consumer's death (at-least-once, as every
-    /// job), never early, however many consumers there are. Calling it
-    /// again with the same timetable and payload changes nothing; with
-    /// another, the old runs still waiting are cancelled. Consumers make
-    /// the runs ahead of time (two seconds, at least the next one); runs
-    /// missed while no consumer ran follow [`Schedule::missed`].
-    ///
-    /// # Errors
-    ///
-    /// [`QueueError::InvalidSchedule`] for a key that is empty or over
-    /// [`MAX_SCHEDULE_KEY`](super::MAX_SCHEDULE_KEY) bytes or a period out
-    /// of range, [`QueueError::PayloadTooLarge`], or Redis unreachable for
-    /// the retry window (an upsert retried answers the same).
-    ///
-    /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
-    /// use std::time::Duration;
-    /// use tickwheel::redis::{Schedule, Upserted};
-    /// let sweep = Schedule::every(Duration::from_secs(60));
-    /// assert_eq!(q.upsert_schedule("sweep-unpaid", &sweep, b"sweep")?, Upserted::Created);
-    /// assert_eq!(q.upsert_schedule("sweep-unpaid", &sweep, b"sweep")?, Upserted::Unchanged);
-    /// # Ok::<(), tickwheel::redis::QueueError>(())
-    /// ```
-    pub fn upsert_schedule(
-        &self,
-        key: &str,
-        schedule: &Schedule,
-        payload: &[u8],
-    ) -> Result<Upserted, QueueError> {
-        scheduler::upsert(&self.shared, key, schedule, payload)?.wait()
-    }
-
-    /// Removes the job scheduler `key` and cancels its runs still waiting
-    /// (one in flight finishes); `false` if there was none.
-    ///
-    /// # Errors
-    ///
-    /// As [`upsert_schedule`](Self::upsert_schedule).
-    ///
-    /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
-    /// let was_there = q.remove_schedule("sweep-unpaid")?;
-    /// # let _ = was_there;
-    /// # Ok::<(), tickwheel::redis::QueueError>(())
-    /// ```
-    pub fn remove_schedule(&self, key: &str) -> Result<bool, QueueError> {
-        scheduler::remove(&self.shared, key)?.wait()
-    }
-
-    /// Every job scheduler of the queue, by key.
-    ///
-    /// # Errors
-    ///
-    /// Redis unreachable for the retry window.
-    ///
-    /// ```no_run
-    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
-    /// for s in q.schedules()? {
-    ///     println!("{} {}", s.key, s.timetable);
-    /// }
-    /// # Ok::<(), tickwheel::redis::QueueError>(())
-    /// ```
-    pub fn schedules(&self) -> Result<Vec<ScheduleInfo>, QueueError> {
-        scheduler::list(&self.shared).wait()
-    }
-}
-
-impl AsyncQueue {
-    /// [`Queue::upsert_schedule`], as a future.
-    ///
-    /// # Errors
-    ///
-    /// As [`Queue::upsert_schedule`].
-    ///
-    /// ```no_run
-    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
-    /// let every_minute = tickwheel::redis::Schedule::every(std::time::Duration::from_secs(60));
-    /// q.upsert_schedule("sweep-unpaid", &every_minute, b"sweep").await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn upsert_schedule(
-        &self,
-        key: &str,
-        schedule: &Schedule,
-        payload: &[u8],
-    ) -> Result<Upserted, QueueError> {
-        scheduler::upsert(&self.shared, key, schedule, payload)?.await
-    }
-
-    /// [`Queue::remove_schedule`], as a future.
-    ///
-    /// # Errors
-    ///
-    /// As [`Queue::remove_schedule`].
-    ///
-    /// ```no_run
-    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
-    /// q.remove_schedule("sweep-unpaid").await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn remove_schedule(&self, key: &str) -> Result<bool, QueueError> {
-        scheduler::remove(&self.shared, key)?.await
-    }
-
-    /// [`Queue::schedules`], as a future.
-    ///
-    /// # Errors
-    ///
-    /// As [`Queue::schedules`].
-    ///
-    /// ```no_run
-    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
-    /// let all = q.schedules().await?;
-    /// # let _ = all;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn schedules(&self) -> Result<Vec<ScheduleInfo>, QueueError> {
-        scheduler::list(&self.shared).await
-    }
-}
-
-impl Delivery {
-    /// For a job scheduler's run: the scheduler's key and the instant the
-    /// run is for; `None` for any other job.
-    ///
-    /// ```
-    /// # fn handle(job: &tickwheel::redis::Delivery) {
-    /// match job.schedule() {
-    ///     Some((key, instant)) => println!("{key}'s run for {instant:?}"),
-    ///     None => println!("job {}", job.id),
-    /// }
-    /// # }
-    /// ```
-    #[must_use]
-    pub fn schedule(&self) -> Option<(&str, SystemTime)> {
-        scheduler::parse_run(&self.id)
     }
 }
 

@@ -1,0 +1,158 @@
+//! The Redis queue's job scheduler calls: `upsert_schedule`,
+//! `remove_schedule`, `schedules` (and their async twins) and
+//! `Delivery::schedule`. How the runs are made is in `scheduler.rs`.
+
+use alloc::vec::Vec;
+use std::time::SystemTime;
+
+use super::scheduler::{self, ScheduleInfo, Upserted};
+use super::{AsyncQueue, Delivery, Queue, QueueError};
+use crate::schedule::Schedule;
+
+impl Queue {
+    /// Makes or changes the job scheduler `key`: a recurring job whose
+    /// runs, one per instant of `schedule`, are ordinary jobs of this queue
+    /// with the id `schedule/<key>/<version>/<instant µs>` and `payload`
+    /// ([`Delivery::schedule`] tells them apart). Each instant runs once,
+    /// at least once across a consumer's death (at-least-once, as every
+    /// job), never early, however many consumers there are. Calling it
+    /// again with the same timetable and payload changes nothing; with
+    /// another, the old runs still waiting are cancelled. Consumers make
+    /// the runs ahead of time (two seconds, at least the next one); runs
+    /// missed while no consumer ran follow
+    /// [`Schedule::missed`](crate::schedule::Schedule::missed).
+    ///
+    /// # Errors
+    ///
+    /// [`QueueError::InvalidSchedule`] for a key that is empty or over
+    /// [`MAX_SCHEDULE_KEY`](super::MAX_SCHEDULE_KEY) bytes or a period out
+    /// of range, [`QueueError::PayloadTooLarge`], or Redis unreachable for
+    /// the retry window (an upsert retried answers the same).
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// use std::time::Duration;
+    /// use tickwheel::redis::{Schedule, Upserted};
+    /// let sweep = Schedule::every(Duration::from_secs(60));
+    /// assert_eq!(q.upsert_schedule("sweep-unpaid", &sweep, b"sweep")?, Upserted::Created);
+    /// assert_eq!(q.upsert_schedule("sweep-unpaid", &sweep, b"sweep")?, Upserted::Unchanged);
+    /// # Ok::<(), tickwheel::redis::QueueError>(())
+    /// ```
+    pub fn upsert_schedule(
+        &self,
+        key: &str,
+        schedule: &Schedule,
+        payload: &[u8],
+    ) -> Result<Upserted, QueueError> {
+        scheduler::upsert(&self.shared, key, schedule, payload)?.wait()
+    }
+
+    /// Removes the job scheduler `key` and cancels its runs still waiting
+    /// (one in flight finishes); `false` if there was none.
+    ///
+    /// # Errors
+    ///
+    /// As [`upsert_schedule`](Self::upsert_schedule).
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// let was_there = q.remove_schedule("sweep-unpaid")?;
+    /// # let _ = was_there;
+    /// # Ok::<(), tickwheel::redis::QueueError>(())
+    /// ```
+    pub fn remove_schedule(&self, key: &str) -> Result<bool, QueueError> {
+        scheduler::remove(&self.shared, key)?.wait()
+    }
+
+    /// Every job scheduler of the queue, by key.
+    ///
+    /// # Errors
+    ///
+    /// Redis unreachable for the retry window.
+    ///
+    /// ```no_run
+    /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+    /// for s in q.schedules()? {
+    ///     println!("{} {}", s.key, s.timetable);
+    /// }
+    /// # Ok::<(), tickwheel::redis::QueueError>(())
+    /// ```
+    pub fn schedules(&self) -> Result<Vec<ScheduleInfo>, QueueError> {
+        scheduler::list(&self.shared).wait()
+    }
+}
+
+impl AsyncQueue {
+    /// [`Queue::upsert_schedule`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::upsert_schedule`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// let every_minute = tickwheel::redis::Schedule::every(std::time::Duration::from_secs(60));
+    /// q.upsert_schedule("sweep-unpaid", &every_minute, b"sweep").await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn upsert_schedule(
+        &self,
+        key: &str,
+        schedule: &Schedule,
+        payload: &[u8],
+    ) -> Result<Upserted, QueueError> {
+        scheduler::upsert(&self.shared, key, schedule, payload)?.await
+    }
+
+    /// [`Queue::remove_schedule`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::remove_schedule`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// q.remove_schedule("sweep-unpaid").await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn remove_schedule(&self, key: &str) -> Result<bool, QueueError> {
+        scheduler::remove(&self.shared, key)?.await
+    }
+
+    /// [`Queue::schedules`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::schedules`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// let all = q.schedules().await?;
+    /// # let _ = all;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn schedules(&self) -> Result<Vec<ScheduleInfo>, QueueError> {
+        scheduler::list(&self.shared).await
+    }
+}
+
+impl Delivery {
+    /// For a job scheduler's run: the scheduler's key and the instant the
+    /// run is for; `None` for any other job.
+    ///
+    /// ```
+    /// # fn handle(job: &tickwheel::redis::Delivery) {
+    /// match job.schedule() {
+    ///     Some((key, instant)) => println!("{key}'s run for {instant:?}"),
+    ///     None => println!("job {}", job.id),
+    /// }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn schedule(&self) -> Option<(&str, SystemTime)> {
+        scheduler::parse_run(&self.id)
+    }
+}
