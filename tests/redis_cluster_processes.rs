@@ -13,12 +13,14 @@ use alloc::sync::Arc;
 use core::time::Duration;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tickwheel::redis::{Queue, QueueBuilder, Scheduled};
 
+#[path = "support/children.rs"]
+mod children;
 #[path = "support/redis_cluster.rs"]
 mod redis_cluster;
 #[path = "support/redis_server.rs"]
@@ -165,19 +167,7 @@ fn spawn(
     env: &[(&str, String)],
     log: &Arc<Mutex<Vec<Event>>>,
 ) -> (Kid, std::thread::JoinHandle<()>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            role,
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let mut child = children::spawn(role, env);
     let out = BufReader::new(child.stdout.take().unwrap());
     let log = Arc::clone(log);
     let reader = std::thread::spawn(move || {

@@ -9,12 +9,14 @@ use alloc::sync::Arc;
 use core::time::Duration;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use tickwheel::persist::{MisfirePolicy, OnMissed};
 use tickwheel::redis::{Cancelled, Queue};
 
+#[path = "support/children.rs"]
+mod children;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 use redis_server::{Config, Fsync, RedisServer};
@@ -221,19 +223,7 @@ fn a_consumer_killed_mid_job_loses_nothing() {
     for i in 0..30 {
         queue.schedule_in(&format!("k{i}"), 50 * MS, b"").unwrap();
     }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "consumer_child",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("TICKWHEEL_REDIS_URL", server.url())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = children::spawn("consumer_child", &[("TICKWHEEL_REDIS_URL", server.url())]);
     // Let the child take some jobs, then kill it mid-job.
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut held = HashSet::new();

@@ -13,7 +13,6 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use core::time::Duration;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -22,6 +21,8 @@ use tickwheel::redis::{Consumer, Missed, Queue, Schedule, Upserted};
 #[path = "support/redis_server.rs"]
 mod redis_server;
 use redis_server::RedisServer;
+#[path = "support/children.rs"]
+mod children;
 #[path = "support/queues.rs"]
 mod queues;
 use queues::{builder, MS};
@@ -266,19 +267,10 @@ fn a_cron_scheduler_runs_each_second_once_through_a_consumer_kill() {
     let mut children = Vec::new();
     let mut readers = Vec::new();
     for c in 0..3 {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "schedule_consumer_child",
-                "--exact",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("TICKWHEEL_REDIS_URL", server.url())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        let mut child = children::spawn(
+            "schedule_consumer_child",
+            &[("TICKWHEEL_REDIS_URL", server.url())],
+        );
         let out = BufReader::new(child.stdout.take().unwrap());
         let log = Arc::clone(&log);
         readers.push(std::thread::spawn(move || {
