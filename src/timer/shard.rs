@@ -65,8 +65,9 @@ pub(super) struct Wheels<T> {
     by_class: Vec<Option<Shard<T>>>,
     geometry: Geometry,
     /// The priorities of timers filed with one (`priority.rs`); `None`
-    /// until the first, and never again after.
-    ranks: Option<Ranks>,
+    /// until the first, and never again after. Boxed: a shard without any
+    /// keeps one word for them beside its hot fields.
+    ranks: Option<Box<Ranks>>,
     /// Dropped sleeps' timers, still filed, to cancel (`futures/filed.rs`).
     #[cfg(feature = "async")]
     dropped: super::futures::Dropped,
@@ -136,13 +137,13 @@ impl<T> Wheels<T> {
     /// How many priorities are kept: those of the filed timers that have one.
     #[cfg(all(test, not(loom)))]
     pub(super) fn ranks_kept(&self) -> usize {
-        self.ranks.as_ref().map_or(0, Ranks::len)
+        self.ranks.as_ref().map_or(0, |ranks| ranks.len())
     }
 
     /// Forgets the priority of a timer that left its wheel.
     #[inline]
     pub(super) fn unrank(&mut self, class: u16, key: crate::TimerKey) -> u8 {
-        match &mut self.ranks {
+        match self.ranks.as_deref_mut() {
             None => 0,
             Some(ranks) => ranks.take(class, key),
         }
@@ -155,7 +156,7 @@ impl<T> Wheels<T> {
         class: u16,
     ) -> Option<(&mut Shard<T>, Option<&mut Ranks>)> {
         let wheel = self.by_class.get_mut(usize::from(class))?.as_mut()?;
-        Some((wheel, self.ranks.as_mut()))
+        Some((wheel, self.ranks.as_deref_mut()))
     }
 
     /// Timers pending in every class (not counting dropped sleeps'.)
@@ -310,7 +311,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                     if priority > 0 {
                         wheels
                             .ranks
-                            .get_or_insert_with(Ranks::default)
+                            .get_or_insert_with(Box::default)
                             .set(class, key, priority);
                     }
                     ShardCell::<T>::bump(&cell.scheduled);
