@@ -146,3 +146,40 @@ fn queue_events_name_their_queue() {
     assert!(!events_with(&["WARN", "retrying", "traced"]).is_empty());
     assert!(!events_with(&["ERROR", "unreachable", "traced"]).is_empty());
 }
+
+/// A queue of two partitions whose server stops answering (SIGSTOP) for
+/// longer than the retry window while a consumer fetches: a warning names
+/// each partition that left the rounds; once the server answers again
+/// (SIGCONT), an info names each one back.
+#[test]
+fn partitions_that_leave_and_rejoin_the_rounds_are_events() {
+    catch();
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = Queue::builder(&server.url(), "outage")
+        .partitions(2)
+        .retry(Duration::from_millis(500), Duration::from_millis(200))
+        .connect()
+        .unwrap();
+    let consumer = queue.consumer().unwrap();
+    assert!(consumer
+        .fetch(1, Duration::from_millis(100))
+        .unwrap()
+        .is_empty());
+    server.stop_signal();
+    // The next claim fails for the window; the loop then probes.
+    let _ = consumer.fetch(1, Duration::from_millis(1_500));
+    for part in ["partition=0", "partition=1"] {
+        let down = events_with(&["WARN", "unreachable: its jobs wait", "outage", part]);
+        assert_eq!(down.len(), 1, "{part}: {:?}", EVENTS.lock().unwrap());
+    }
+    server.cont_signal();
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    while events_with(&["INFO", "answers again", "outage"]).len() < 2 {
+        assert!(std::time::Instant::now() < give_up, "no shard came back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    queue.schedule_in("after", Duration::ZERO, b"").unwrap();
+    assert_eq!(consumer.fetch(1, Duration::from_secs(5)).unwrap().len(), 1);
+}

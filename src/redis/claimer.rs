@@ -55,6 +55,7 @@ use super::outcome::{Acked, Delivery};
 use super::pending::Reply;
 use super::round::{claim_round, spread};
 use super::QueueError;
+use crate::event::event;
 use crate::timer::{Inline, Task, Timer};
 
 lua!(RELEASE, "release.lua", records);
@@ -265,6 +266,12 @@ pub(super) async fn run(
             () = tokio::time::sleep_until(other.into()) => {}
             Some(probed) = probes.join_next(), if !probes.is_empty() => {
                 if let Ok((part, next)) = probed {
+                    event!(
+                        info,
+                        "a partition's shard answers again",
+                        queue = io.ctx.identity,
+                        partition = part
+                    );
                     // Its shard answers again: back in the rounds.
                     let k = &mut ks[part];
                     k.down = None;
@@ -360,6 +367,12 @@ fn failed(
         k.known = false;
         k.backlog = false;
         if k.down.is_none() {
+            event!(
+                warn,
+                "a partition's shard is unreachable: its jobs wait until it answers",
+                queue = io.ctx.identity,
+                partition = part
+            );
             probes.spawn(probe(io.clone(), part));
         }
         k.down = Some(err);
