@@ -27,7 +27,9 @@
 //! evenly over them, oldest first, so that one busy partition cannot
 //! starve the others. Acks ride with the claim of their job's partition,
 //! or go alone to partitions not claimed from. An idle consumer polls
-//! each partition once per poll interval: `partitions` commands.
+//! each partition once per poll interval: `partitions` commands. A
+//! partition whose shard is down leaves the rounds until a probe finds it
+//! back (`outage.rs`).
 //!
 //! # Nothing leased to nobody
 //!
@@ -48,9 +50,10 @@ use tokio::task::JoinSet;
 use super::batched::AckJob;
 use super::counters::bump;
 use super::knowledge::{far_future, poll_gap, Knowledge};
-use super::link::{jitter, Hint, Io};
+use super::link::{Hint, Io};
 use super::lua::lua;
 use super::ops::{array, int};
+use super::outage::{all_down, downs, failed};
 use super::outcome::{Acked, Delivery};
 use super::pending::Reply;
 use super::round::{claim_round, spread};
@@ -322,79 +325,6 @@ async fn recv_hint(hints: &mut Option<broadcast::Receiver<Hint>>) -> Option<Hint
     }
 }
 
-/// Each partition's outage, for a round; empty (no allocation) while
-/// every shard answers.
-fn downs(ks: &[Knowledge]) -> Vec<Option<QueueError>> {
-    if ks.iter().all(|k| k.down.is_none()) {
-        return Vec::new();
-    }
-    ks.iter().map(|k| k.down.clone()).collect()
-}
-
-/// The error to answer a fetch with when every partition is down.
-fn all_down(ks: &[Knowledge]) -> Option<QueueError> {
-    if ks.iter().all(|k| k.down.is_some()) {
-        ks.iter().find_map(|k| k.down.clone())
-    } else {
-        None
-    }
-}
-
-/// Settles a round's failed partitions. A shard unreachable for the retry
-/// window (`Unavailable`) takes its partition out of the rounds, and a
-/// probe polls it in the background: the other partitions carry on, and
-/// waiting fetches fail only once every partition is down. Any other
-/// error fails the waiting fetches, and the loop forgets what it knew.
-fn failed(
-    io: &Io,
-    ks: &mut [Knowledge],
-    probes: &mut JoinSet<(usize, Option<i64>)>,
-    waiting: &mut VecDeque<Fetch>,
-    failures: Vec<(usize, QueueError)>,
-) {
-    for (part, err) in failures {
-        if !matches!(err, QueueError::Unavailable(_)) {
-            for fetch in waiting.drain(..) {
-                let _ = fetch.reply.send(Err(err.clone()));
-            }
-            for k in ks.iter_mut() {
-                k.known = false;
-                k.backlog = false;
-            }
-            continue;
-        }
-        let k = &mut ks[part];
-        k.known = false;
-        k.backlog = false;
-        if k.down.is_none() {
-            event!(
-                warn,
-                "a partition's shard is unreachable: its jobs wait until it answers",
-                queue = io.ctx.identity,
-                partition = part
-            );
-            probes.spawn(probe(io.clone(), part));
-        }
-        k.down = Some(err);
-    }
-    if let Some(err) = all_down(ks) {
-        for fetch in waiting.drain(..) {
-            let _ = fetch.reply.send(Err(err.clone()));
-        }
-    }
-}
-
-/// Polls partition `part`'s head until its shard answers (each poll
-/// retries for the retry window; between them, a second or so).
-async fn probe(io: Io, part: usize) -> (usize, Option<i64>) {
-    loop {
-        if let Ok(next) = head(&io, part).await {
-            return (part, next);
-        }
-        tokio::time::sleep(jitter(Duration::from_secs(1))).await;
-    }
-}
-
 /// The acks not yet sent, of every waiting fetch (in order) and of fetches
 /// that went; each waiting fetch's are marked as sent.
 fn take_acks(waiting: &mut VecDeque<Fetch>, orphans: &mut Vec<AckJob>) -> Vec<AckJob> {
@@ -464,7 +394,7 @@ async fn hand_out(io: &Io, waiting: &mut VecDeque<Fetch>, jobs: Vec<Delivery>) {
 
 /// The earliest score in partition `part`: the reconciliation poll, one
 /// command.
-async fn head(io: &Io, part: usize) -> Result<Option<i64>, QueueError> {
+pub(super) async fn head(io: &Io, part: usize) -> Result<Option<i64>, QueueError> {
     let mut cmd = redis::cmd("ZRANGE");
     cmd.arg(io.ctx.parts().get(part).due())
         .arg(0)

@@ -118,6 +118,7 @@ mod lua;
 mod new_job;
 mod ops;
 mod options;
+mod outage;
 mod outcome;
 mod partitions;
 mod pending;
@@ -139,7 +140,8 @@ pub use listing::{Cursor, Listed, Page};
 pub use new_job::NewJob;
 pub use outcome::{Acked, Cancelled, DeadLetter, Delivery, Nacked, Scheduled};
 pub use queue::Queue;
-pub use scheduler::{ScheduleInfo, Upserted, MAX_SCHEDULE_KEY};
+pub use scheduler::MAX_SCHEDULE_KEY;
+pub use schedules::{ScheduleInfo, Upserted};
 
 use core::time::Duration;
 

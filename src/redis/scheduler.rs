@@ -61,6 +61,7 @@ use super::link::{jitter, Ctx, Io, Shared};
 use super::lua::lua;
 use super::ops::{array, bytes, check_id};
 use super::pending::Pending;
+use super::schedules::{ScheduleInfo, Upserted};
 use super::QueueError;
 use crate::event::event;
 use crate::schedule::{Missed, Schedule};
@@ -83,45 +84,6 @@ const MAX_RUNS: usize = 1_000;
 const REREAD: Duration = Duration::from_secs(60);
 /// A scheduler's key: at most this many bytes (its runs' ids must fit).
 pub const MAX_SCHEDULE_KEY: usize = 200;
-
-/// What [`Queue::upsert_schedule`](super::Queue::upsert_schedule) did.
-///
-/// ```
-/// use tickwheel::redis::Upserted;
-/// assert_ne!(Upserted::Created, Upserted::Unchanged);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Upserted {
-    /// A new scheduler; its first runs are made.
-    Created,
-    /// The timetable or payload changed: the old runs still waiting are
-    /// cancelled, the new timetable's first runs made.
-    Updated,
-    /// The same timetable and payload were there already: nothing changed.
-    Unchanged,
-}
-
-/// A job scheduler as stored, from
-/// [`Queue::schedules`](super::Queue::schedules).
-///
-/// ```no_run
-/// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
-/// for s in q.schedules()? {
-///     println!("{}: {} (made up to {:?})", s.key, s.timetable, s.made_until);
-/// }
-/// # Ok::<(), tickwheel::redis::QueueError>(())
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScheduleInfo {
-    /// Its key.
-    pub key: String,
-    /// Its timetable, as text: `every 30s`, or `cron "…" Zone`.
-    pub timetable: String,
-    /// Its version: one more at each change.
-    pub version: u64,
-    /// Runs exist for its instants up to this time.
-    pub made_until: SystemTime,
-}
 
 /// A record: version, horizon (µs) and timetable text.
 struct Record<'a> {

@@ -2,12 +2,52 @@
 //! `remove_schedule`, `schedules` (and their async twins) and
 //! `Delivery::schedule`. How the runs are made is in `scheduler.rs`.
 
+use alloc::string::String;
 use alloc::vec::Vec;
 use std::time::SystemTime;
 
-use super::scheduler::{self, ScheduleInfo, Upserted};
+use super::scheduler;
 use super::{AsyncQueue, Delivery, Queue, QueueError};
 use crate::schedule::Schedule;
+
+/// What [`Queue::upsert_schedule`](super::Queue::upsert_schedule) did.
+///
+/// ```
+/// use tickwheel::redis::Upserted;
+/// assert_ne!(Upserted::Created, Upserted::Unchanged);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upserted {
+    /// A new scheduler; its first runs are made.
+    Created,
+    /// The timetable or payload changed: the old runs still waiting are
+    /// cancelled, the new timetable's first runs made.
+    Updated,
+    /// The same timetable and payload were there already: nothing changed.
+    Unchanged,
+}
+
+/// A job scheduler as stored, from
+/// [`Queue::schedules`](super::Queue::schedules).
+///
+/// ```no_run
+/// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+/// for s in q.schedules()? {
+///     println!("{}: {} (made up to {:?})", s.key, s.timetable, s.made_until);
+/// }
+/// # Ok::<(), tickwheel::redis::QueueError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleInfo {
+    /// Its key.
+    pub key: String,
+    /// Its timetable, as text: `every 30s`, or `cron "…" Zone`.
+    pub timetable: String,
+    /// Its version: one more at each change.
+    pub version: u64,
+    /// Runs exist for its instants up to this time.
+    pub made_until: SystemTime,
+}
 
 impl Queue {
     /// Makes or changes the job scheduler `key`: a recurring job whose

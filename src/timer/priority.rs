@@ -33,8 +33,10 @@
 //! first-in order between threads is not defined without a shared counter,
 //! which every schedule would pay for.
 
+use alloc::boxed::Box;
 use std::collections::HashMap;
 
+use super::shard::{Shard, Wheels};
 use super::{Executor, Timer};
 use crate::{Tick, TimerKey};
 
@@ -93,6 +95,54 @@ pub(super) fn order<F>(batch: &mut [F], key: impl Fn(&F) -> (Tick, u8)) {
         let (deadline, priority) = key(fire);
         (deadline, core::cmp::Reverse(priority))
     });
+}
+
+impl<T> Wheels<T> {
+    /// Keeps the priority of a timer just filed with one.
+    pub(super) fn rank(&mut self, class: u16, key: TimerKey, priority: u8) {
+        self.ranks
+            .get_or_insert_with(Box::default)
+            .set(class, key, priority);
+    }
+
+    /// Whether a timer with a priority was ever filed here: the driver
+    /// then takes each tick's timers whole (`priority.rs`).
+    #[inline]
+    pub(super) fn ranked(&self) -> bool {
+        self.ranks.is_some()
+    }
+
+    /// How many priorities are kept: those of the filed timers that have one.
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn ranks_kept(&self) -> usize {
+        self.ranks.as_ref().map_or(0, |ranks| ranks.len())
+    }
+
+    /// Forgets the priority of a timer that left its wheel.
+    #[inline]
+    pub(super) fn unrank(&mut self, class: u16, key: TimerKey) -> u8 {
+        match self.ranks.as_deref_mut() {
+            None => 0,
+            Some(ranks) => ranks.take(class, key),
+        }
+    }
+
+    /// The wheel of `class` and the priorities, borrowed together.
+    #[inline]
+    pub(super) fn wheel_and_ranks(
+        &mut self,
+        class: u16,
+    ) -> Option<(&mut Shard<T>, Option<&mut Ranks>)> {
+        let wheel = self.by_class.get_mut(usize::from(class))?.as_mut()?;
+        Some((wheel, self.ranks.as_deref_mut()))
+    }
+
+    /// Forgets every priority (the wheels were drained).
+    pub(super) fn forget_ranks(&mut self) {
+        if let Some(ranks) = &mut self.ranks {
+            ranks.clear();
+        }
+    }
 }
 
 /// A shard's priorities of the timers filed with one, by class and key.

@@ -62,12 +62,12 @@ pub(super) type Shard<T> = Wheel<Job<T>>;
 
 /// A shard's wheels, one per slack class used in it (`slack.rs`).
 pub(super) struct Wheels<T> {
-    by_class: Vec<Option<Shard<T>>>,
+    pub(super) by_class: Vec<Option<Shard<T>>>,
     geometry: Geometry,
     /// The priorities of timers filed with one (`priority.rs`); `None`
     /// until the first, and never again after. Boxed: a shard without any
     /// keeps one word for them beside its hot fields.
-    ranks: Option<Box<Ranks>>,
+    pub(super) ranks: Option<Box<Ranks>>,
     /// Dropped sleeps' timers, still filed, to cancel (`futures/filed.rs`).
     #[cfg(feature = "async")]
     dropped: super::futures::Dropped,
@@ -125,38 +125,6 @@ impl<T> Wheels<T> {
         }
         let geometry = self.geometry;
         self.by_class[class].get_or_insert_with(|| Wheel::with_geometry(geometry))
-    }
-
-    /// Whether a timer with a priority was ever filed here: the driver
-    /// then takes each tick's timers whole (`priority.rs`).
-    #[inline]
-    pub(super) fn ranked(&self) -> bool {
-        self.ranks.is_some()
-    }
-
-    /// How many priorities are kept: those of the filed timers that have one.
-    #[cfg(all(test, not(loom)))]
-    pub(super) fn ranks_kept(&self) -> usize {
-        self.ranks.as_ref().map_or(0, |ranks| ranks.len())
-    }
-
-    /// Forgets the priority of a timer that left its wheel.
-    #[inline]
-    pub(super) fn unrank(&mut self, class: u16, key: crate::TimerKey) -> u8 {
-        match self.ranks.as_deref_mut() {
-            None => 0,
-            Some(ranks) => ranks.take(class, key),
-        }
-    }
-
-    /// The wheel of `class` and the priorities, borrowed together.
-    #[inline]
-    pub(super) fn wheel_and_ranks(
-        &mut self,
-        class: u16,
-    ) -> Option<(&mut Shard<T>, Option<&mut Ranks>)> {
-        let wheel = self.by_class.get_mut(usize::from(class))?.as_mut()?;
-        Some((wheel, self.ranks.as_deref_mut()))
     }
 
     /// Timers pending in every class (not counting dropped sleeps'.)
@@ -309,10 +277,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             match wheels.get_or_make(class).try_insert(deadline, job) {
                 Ok(key) => {
                     if priority > 0 {
-                        wheels
-                            .ranks
-                            .get_or_insert_with(Box::default)
-                            .set(class, key, priority);
+                        wheels.rank(class, key, priority);
                     }
                     ShardCell::<T>::bump(&cell.scheduled);
                     cell.publish_one(true);
@@ -438,9 +403,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             for wheel in wheels.iter_mut() {
                 jobs.extend(wheel.drain());
             }
-            if let Some(ranks) = &mut wheels.ranks {
-                ranks.clear();
-            }
+            wheels.forget_ranks();
             cell.publish_len(&wheels);
             drop(wheels);
             #[cfg(feature = "async")]
