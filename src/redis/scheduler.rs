@@ -234,6 +234,16 @@ async fn cancel_runs(io: &Io, key: &str, record: &Record<'_>, now: i64) -> Resul
     run_direct(io, ids).await
 }
 
+/// A whole number a script answered, as an integer or as text.
+fn text_int(value: &redis::Value) -> Option<i64> {
+    super::ops::int(value).or_else(|| {
+        core::str::from_utf8(&bytes(value.clone()))
+            .ok()?
+            .parse()
+            .ok()
+    })
+}
+
 /// Reads every scheduler and the server's clock: (now, [(key, record)]).
 async fn read(io: &Io) -> Result<(i64, Vec<(String, String)>), QueueError> {
     let [records, _] = hashes(&io.ctx);
@@ -349,19 +359,19 @@ pub(super) fn upsert(
                 2 => Upserted::Updated,
                 _ => return Err(QueueError::Server(String::from("a malformed upsert reply"))),
             };
-            // The new record's horizon is the server's now: read it back.
-            let (now, all) = read(&io).await?;
+            // The new version, and the server's now: the new horizon.
+            let (version, now) = match (
+                items.get(2).and_then(text_int),
+                items.get(3).and_then(text_int),
+            ) {
+                (Some(version), Some(now)) => (version as u64, now),
+                _ => return Err(QueueError::Server(String::from("a malformed upsert reply"))),
+            };
             if let Some(old) = old.as_deref().and_then(Record::parse) {
                 cancel_runs(&io, &key, &old, now).await?;
             }
-            if let Some(record) = all
-                .iter()
-                .find(|(k, _)| *k == key)
-                .and_then(|(_, text)| Record::parse(text))
-            {
-                let instants = plan(&schedule, record.horizon, now);
-                make_runs(&io, &key, record.version, record.horizon, &instants).await?;
-            }
+            let instants = plan(&schedule, now, now);
+            make_runs(&io, &key, version, now, &instants).await?;
             io.ctx.schedules_wake.notify_one();
             Ok(upserted)
         }
@@ -379,13 +389,16 @@ pub(super) fn remove(s: &Shared, key: &str) -> Result<Pending<bool>, QueueError>
             let [records, payloads] = hashes(&io.ctx);
             let mut cmd = REMOVE.command(&[records, payloads]);
             cmd.arg(&key);
-            let old = io.script(&REMOVE, &cmd).await?;
-            if matches!(old, redis::Value::Nil) {
+            let reply = io.script(&REMOVE, &cmd).await?;
+            if matches!(reply, redis::Value::Nil) {
                 return Ok(false);
             }
-            let old = String::from_utf8_lossy(&bytes(old)).into_owned();
-            if let Some(record) = Record::parse(&old) {
-                let (now, _) = read(&io).await?;
+            let items = array(reply)?;
+            let old = items
+                .first()
+                .map(|v| String::from_utf8_lossy(&bytes(v.clone())).into_owned());
+            let now = items.get(1).and_then(text_int);
+            if let (Some(record), Some(now)) = (old.as_deref().and_then(Record::parse), now) {
                 cancel_runs(&io, &key, &record, now).await?;
             }
             Ok(true)

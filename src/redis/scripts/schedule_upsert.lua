@@ -5,7 +5,8 @@
 -- horizon (µs: runs are made for the timetable's instants up to it), then
 -- the timetable (`schedule.rs`). A new or changed scheduler's horizon is
 -- now: its runs start after this call.
--- Answers {0 unchanged | 1 created | 2 updated, the old record or false}.
+-- Answers {0 unchanged | 1 created | 2 updated, the old record or false,
+-- the new version, now (the new horizon)}.
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 local version = 1
 if old then
@@ -18,5 +19,5 @@ end
 local _, now = clock()
 redis.call('HSET', KEYS[1], ARGV[1], num(version) .. '\n' .. now .. '\n' .. ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-if old then return {2, old} end
-return {1, false}
+if old then return {2, old, version, now} end
+return {1, false, version, now}
