@@ -1,7 +1,8 @@
 //! Timetables for recurring jobs: when the runs fall due (every period,
 //! or a cron expression in a time zone), and what becomes of runs missed
 //! while nothing ran. The Redis queue's job schedulers use them
-//! (`redis/scheduler.rs`, where the runs are made).
+//! (`redis/scheduler.rs`, where the runs are made), and so do a
+//! `DurableTimer`'s (`persist/schedulers.rs`).
 
 #[cfg(feature = "cron")]
 use alloc::boxed::Box;
@@ -14,8 +15,9 @@ use core::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// When a job scheduler's runs fall due, and what becomes of runs missed
-/// while nothing ran ([`Missed`]). Given to the Redis queue's
-/// `Queue::upsert_schedule` (feature `redis`).
+/// while nothing ran ([`Missed`]). Given to
+/// [`DurableTimer::upsert_schedule`](crate::persist::DurableTimer::upsert_schedule)
+/// and to the Redis queue's `Queue::upsert_schedule` (feature `redis`).
 ///
 /// ```
 /// use std::time::Duration;
@@ -45,8 +47,9 @@ enum When {
 }
 
 /// What becomes of the runs that fell due while nothing ran to make them
-/// (the Redis queue down, every consumer stopped): the instants found more
-/// than a second in the past when one next looks.
+/// (the Redis queue down, every consumer stopped, the process that owns a
+/// journal stopped): the instants found more than a second
+/// ([`MISSED_AFTER`]) in the past when one next looks.
 ///
 /// ```
 /// use tickwheel::schedule::Missed;
@@ -81,6 +84,32 @@ impl fmt::Display for InvalidSchedule {
 }
 
 impl core::error::Error for InvalidSchedule {}
+
+/// What an upsert of a job scheduler did
+/// ([`DurableTimer::upsert_schedule`](crate::persist::DurableTimer::upsert_schedule),
+/// and the Redis queue's `Queue::upsert_schedule`).
+///
+/// ```
+/// use tickwheel::schedule::Upserted;
+/// assert_ne!(Upserted::Created, Upserted::Unchanged);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upserted {
+    /// A new scheduler; its first run is scheduled.
+    Created,
+    /// The timetable or payload changed: the old runs still waiting are
+    /// cancelled, the new timetable's first run scheduled.
+    Updated,
+    /// The same timetable and payload were there already: nothing changed.
+    Unchanged,
+}
+
+/// How late an instant may be found and still run as due: later than
+/// this, it is missed and follows the scheduler's [`Missed`].
+pub const MISSED_AFTER: Duration = Duration::from_secs(1);
+
+/// [`MISSED_AFTER`] in µs.
+pub(crate) const MISSED_AFTER_MICROS: i64 = MISSED_AFTER.as_micros() as i64;
 
 /// The shortest period: runs are made ahead, a batch at a time, and a
 /// shorter period would make thousands a second.
@@ -177,8 +206,7 @@ impl Schedule {
     }
 }
 
-// What the Redis queue's job schedulers read of a timetable.
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+// What job schedulers read of a timetable.
 impl Schedule {
     /// Refuses a period too short or too long.
     pub(crate) fn check(&self) -> Result<(), InvalidSchedule> {
@@ -251,6 +279,29 @@ impl Schedule {
         }
     }
 
+    /// The run to make after the run for instant `after`, at `now` (µs
+    /// since the epoch): the next instant, or, if that is more than
+    /// [`MISSED_AFTER`] past, what the [`Missed`] policy makes of the
+    /// missed ones: the first instant still within the grace (`Skip`),
+    /// the latest missed (`RunOnce`), or the oldest missed (`RunAll`, so
+    /// that each runs, in order). `None` if the timetable has no instant
+    /// left.
+    pub(crate) fn next_due(&self, after: i64, now: i64) -> Option<i64> {
+        let next = self.next_after(after)?;
+        let missed_before = now.saturating_sub(MISSED_AFTER_MICROS);
+        if next >= missed_before {
+            return Some(next);
+        }
+        match self.missed {
+            Missed::Skip => self.next_after(missed_before - 1),
+            Missed::RunOnce => self
+                .last_before(after, missed_before)
+                .or_else(|| self.next_after(missed_before - 1)),
+            Missed::RunAll => Some(next),
+        }
+    }
+
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn missed_policy(&self) -> Missed {
         self.missed
     }

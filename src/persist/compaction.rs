@@ -27,7 +27,7 @@ pub(super) fn compact(path: &Path, folded: &Folded) -> io::Result<(File, u64)> {
     let mut bytes = Vec::from(format::header());
     format::encode(&Record::Watermark { id: folded.max_id }, &mut bytes);
     for (&id, job) in &folded.pending {
-        format::encode_schedule(id, job.due, job.key.as_deref(), &job.payload, &mut bytes);
+        format::encode_schedule(id, job.due, job.named(), &job.payload, &mut bytes);
     }
     let fresh = temp_path(path);
     let mut file = OpenOptions::new()

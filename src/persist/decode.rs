@@ -53,6 +53,14 @@ fn decode_time(bytes: &[u8]) -> Option<SystemTime> {
     base.checked_add(Duration::from_nanos(u64::from(nanos)))
 }
 
+/// The UTF-8 text at `at` in `bytes` (a `u16` LE length, then the text),
+/// and where it ends.
+fn text_at(bytes: &[u8], at: usize) -> Option<(String, usize)> {
+    let len = u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?) as usize;
+    let text = bytes.get(at + 2..at + 2 + len)?;
+    Some((String::from_utf8(text.to_vec()).ok()?, at + 2 + len))
+}
+
 /// Decodes a record body whose CRC has checked out.
 fn decode_body(body: &[u8]) -> Option<Record> {
     let (&kind, rest) = body.split_first()?;
@@ -65,13 +73,23 @@ fn decode_body(body: &[u8]) -> Option<Record> {
             payload: rest.get(12..)?.to_vec(),
         },
         6 => {
-            let len = u16::from_le_bytes(rest.get(12..14)?.try_into().ok()?) as usize;
-            let key = rest.get(14..14 + len)?;
+            let (key, at) = text_at(rest, 12)?;
             Record::Keyed {
                 id,
                 due: decode_time(rest)?,
-                key: String::from_utf8(key.to_vec()).ok()?,
-                payload: rest.get(14 + len..)?.to_vec(),
+                key,
+                payload: rest.get(at..)?.to_vec(),
+            }
+        }
+        7 => {
+            let (key, at) = text_at(rest, 12)?;
+            let (timetable, at) = text_at(rest, at)?;
+            Record::Recurring {
+                id,
+                due: decode_time(rest)?,
+                key,
+                timetable,
+                payload: rest.get(at..)?.to_vec(),
             }
         }
         2 if rest.is_empty() => Record::Cancel { id },
@@ -196,6 +214,13 @@ mod tests {
                 due: t,
                 key: String::from("order 1017"),
                 payload: b"close".to_vec(),
+            },
+            Record::Recurring {
+                id: 5,
+                due: t,
+                key: String::from("nightly \u{a5}"),
+                timetable: String::from("once\ncron\n0 0 2 * * *\nEurope/Paris"),
+                payload: vec![0xA5, 0x7E, 0x1D, 0xC3],
             },
             Record::Schedule {
                 id: 3,

@@ -22,12 +22,15 @@ use std::time::SystemTime;
 use super::compaction::remove_stale_temps;
 use super::format::{Record, MAX_PAYLOAD};
 use super::handle::{DurableHandle, Recovery};
+use super::job::job_policy;
 use super::journal::{
     inspect, io_at, replay, spawn_flusher, Job, JournalError, Log, RunAndRecord, SyncPolicy,
 };
 use super::keys::Keys;
 use super::lock::JournalLock;
 use super::payload::Payload;
+use super::recurring::sort_pending;
+use super::schedulers::Schedulers;
 use super::{MisfirePolicy, Outcome, PendingJob, Snapshot};
 use crate::event::event;
 use crate::metrics::metric;
@@ -105,6 +108,8 @@ pub struct DurableTimer<T: Send + 'static> {
     flusher: Option<JoinHandle<()>>,
     /// Keyed jobs by key (`keyed.rs`).
     pub(super) keys: Arc<Keys>,
+    /// Job schedulers by key (`schedulers.rs`).
+    pub(super) schedulers: Arc<Schedulers<T>>,
 }
 
 impl<T> DurableTimer<T>
@@ -201,26 +206,9 @@ where
             undecodable: Vec::new(),
             found,
             keys: Vec::new(),
+            schedules: Vec::new(),
         };
-        let mut jobs = Vec::new();
-        for (&id, job) in &folded.pending {
-            match T::decode(&job.payload) {
-                Some(value) => jobs.push(PendingJob {
-                    due: job.due,
-                    repeat: None,
-                    value: Job {
-                        id,
-                        key: job.key.as_deref().map(Arc::from),
-                        value,
-                    },
-                }),
-                None => recovery.undecodable.push((id, job.payload.clone())),
-            }
-        }
-        for (id, _) in &recovery.undecodable {
-            // Written off: handed back, and gone from the compacted file.
-            folded.apply(Record::Cancel { id: *id });
-        }
+        let (jobs, schedulers) = sort_pending(&mut folded, &mut recovery);
         let next_id = folded.max_id.saturating_add(1);
         let log = Arc::new(Log::open(path, folded, sync, lock).map_err(|err| io_at(path, err))?);
         metric!({
@@ -231,14 +219,18 @@ where
             m.undecodable.increment(recovery.undecodable.len() as u64);
         });
         let keys = Arc::new(Keys::default());
+        let recurring = Arc::new(Schedulers::default());
         let builder = Timer::builder().clock(clock).executor(RunAndRecord {
             handler: Box::new(handler),
             log: Arc::clone(&log),
             keys: Arc::clone(&keys),
+            schedulers: Arc::clone(&recurring),
+            clone: T::clone,
         });
         #[cfg(feature = "metrics")]
         let builder = builder.publish(log.metrics.timer());
         let timer = builder.build().map_err(JournalError::Build)?;
+        *recurring.timer.lock() = Some(timer.clone());
         let flusher = match sync {
             SyncPolicy::Every(every) => Some(spawn_flusher(Arc::clone(&log), every)?),
             _ => None,
@@ -249,6 +241,7 @@ where
             next_id: AtomicU64::new(next_id),
             flusher,
             keys,
+            schedulers: recurring,
         };
         let ids: Vec<(u64, Option<Arc<str>>)> = jobs
             .iter()
@@ -285,6 +278,7 @@ where
             }
             recovery.outcomes.push((id, *outcome));
         }
+        durable.restore_schedulers(schedulers, &mut recovery);
         recovery.dead_letters = report
             .dead_letters
             .into_iter()
@@ -339,6 +333,7 @@ where
                 id,
                 key: None,
                 value,
+                recurring: false,
             },
         ) {
             Ok(handle) => {
@@ -440,6 +435,8 @@ impl<T: Send + 'static> Drop for DurableTimer<T> {
     /// Stops the timer (pending jobs stay in the journal for the next
     /// open), stops the flusher and syncs the journal.
     fn drop(&mut self) {
+        // The executor's handle on its own timer goes first.
+        drop(self.schedulers.timer.lock().take());
         drop(self.timer.shutdown_unfired());
         self.log.stop.store(true, Ordering::Release);
         if let Some(flusher) = self.flusher.take() {
@@ -460,34 +457,5 @@ impl<T: Send + 'static> fmt::Debug for DurableTimer<T> {
             .field("timer", &self.timer)
             .field("sync", &self.log.sync)
             .finish_non_exhaustive()
-    }
-}
-
-/// The misfire policy for jobs wrapped with their ids: the same settings;
-/// a reschedule function sees the job without its id.
-fn job_policy<T: Clone + Send + Sync + 'static>(
-    policy: &MisfirePolicy<T>,
-) -> MisfirePolicy<Job<T>> {
-    use super::OnMissed;
-    let on_missed = match policy.on_missed.clone() {
-        OnMissed::FireNow => OnMissed::FireNow,
-        OnMissed::Spread(window) => OnMissed::Spread(window),
-        OnMissed::Discard => OnMissed::Discard,
-        OnMissed::DeadLetter => OnMissed::DeadLetter,
-        OnMissed::Reschedule(pick) => OnMissed::Reschedule(Arc::new(
-            move |job: &PendingJob<Job<T>>, now: SystemTime| {
-                let plain = PendingJob {
-                    due: job.due,
-                    repeat: job.repeat,
-                    value: job.value.value.clone(),
-                };
-                pick(&plain, now)
-            },
-        )),
-    };
-    MisfirePolicy {
-        threshold: policy.threshold,
-        on_missed,
-        max_catch_up: policy.max_catch_up,
     }
 }

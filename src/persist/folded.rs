@@ -6,7 +6,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use std::time::SystemTime;
 
-use super::format::{self, Record};
+use super::format::{self, Named, Record};
 
 /// The journal as replayed: the jobs still pending and the highest id used.
 /// Replay folds the file's records into it, and every append folds its
@@ -24,15 +24,25 @@ pub(super) struct Folded {
 /// A pending job as the journal holds it.
 pub(super) struct Pending {
     pub(super) due: SystemTime,
-    /// The user's key, for a keyed job.
+    /// The user's key, for a keyed job or a job scheduler.
     pub(super) key: Option<String>,
+    /// A job scheduler's timetable (`Schedule::encode`).
+    pub(super) timetable: Option<String>,
     /// The encoded value.
     pub(super) payload: Vec<u8>,
 }
 
 impl Pending {
+    pub(super) fn named(&self) -> Named<'_> {
+        match (&self.key, &self.timetable) {
+            (Some(key), Some(timetable)) => Named::Recurring(key, timetable),
+            (Some(key), None) => Named::Key(key),
+            (None, _) => Named::None,
+        }
+    }
+
     fn len(&self) -> u64 {
-        format::schedule_len(self.key.as_ref().map(String::len), self.payload.len())
+        format::schedule_len(self.named(), self.payload.len())
     }
 }
 
@@ -44,6 +54,7 @@ impl Folded {
                 Pending {
                     due,
                     key: None,
+                    timetable: None,
                     payload,
                 },
             ),
@@ -57,6 +68,22 @@ impl Folded {
                 Pending {
                     due,
                     key: Some(key),
+                    timetable: None,
+                    payload,
+                },
+            ),
+            Record::Recurring {
+                id,
+                due,
+                key,
+                timetable,
+                payload,
+            } => (
+                id,
+                Pending {
+                    due,
+                    key: Some(key),
+                    timetable: Some(timetable),
                     payload,
                 },
             ),

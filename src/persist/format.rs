@@ -19,6 +19,7 @@
 //! | 4 done (the job ran) | nothing |
 //! | 5 watermark (ids up to this one are taken; compaction writes it) | nothing |
 //! | 6 keyed schedule | due, the key's length (`u16` LE) and the key (UTF-8, at most [`MAX_KEY`] bytes), payload |
+//! | 7 job scheduler (its run due next) | as 6, then the timetable's length (`u16` LE) and the timetable (UTF-8, at most [`MAX_TIMETABLE`] bytes), before the payload |
 //!
 //! **Escaping.** Everything after a marker (length, CRC and body) is
 //! written with every `0xA5` byte followed by a `0x00`, and read back
@@ -31,8 +32,10 @@
 //! valid, and reports the bytes it skipped. Because a marker cannot be
 //! forged, the scan can only land on a record that was written as one.
 //!
-//! Version 1 files (no escaping, a CRC of the body only) are still read;
-//! `open` rewrites them as version 2 when it compacts.
+//! Version 1 files (no escaping, a CRC of the body only) are still read,
+//! and so are version 2 files (no job schedulers); `open` rewrites both as
+//! version 3 when it compacts. A crate that reads only version 2 refuses a
+//! version 3 file by its header, rather than skip its schedulers as damage.
 //!
 //! This file writes the format; `decode.rs` reads it back and `crc32.rs`
 //! computes the CRC.
@@ -46,9 +49,9 @@ use super::crc32::crc32_update;
 /// The file's first four bytes.
 pub(super) const MAGIC: &[u8; 4] = b"TWJL";
 /// The format version this crate writes.
-pub(super) const VERSION: u32 = 2;
+pub(super) const VERSION: u32 = 3;
 /// The versions this crate reads.
-pub(super) const READS: [u32; 2] = [1, 2];
+pub(super) const READS: [u32; 3] = [1, 2, 3];
 /// Starts every record.
 pub(super) const MARKER: [u8; 4] = [0xA5, 0x7E, 0x1D, 0xC3];
 /// After a marker, this byte is always followed by [`STUFFED`].
@@ -61,6 +64,9 @@ pub(super) const MAX_BODY: usize = 16 << 20;
 pub(super) const FRAME: usize = 12;
 /// The longest key of a keyed job, in bytes.
 pub(super) const MAX_KEY: usize = 4096;
+/// The longest timetable a job scheduler's record holds (a cron
+/// expression and its zone), in bytes.
+pub(super) const MAX_TIMETABLE: usize = 1024;
 /// The largest payload a schedule record can carry: the reader's limit
 /// ([`MAX_BODY`]) less the kind, the id and the due time. The writer
 /// refuses anything larger, so every record written can be read back.
@@ -79,6 +85,15 @@ pub(super) enum Record {
         id: u64,
         due: SystemTime,
         key: String,
+        payload: Vec<u8>,
+    },
+    /// A job scheduler (`DurableTimer::upsert_schedule`): `due` is the
+    /// instant of its run still to complete.
+    Recurring {
+        id: u64,
+        due: SystemTime,
+        key: String,
+        timetable: String,
         payload: Vec<u8>,
     },
     Cancel {
@@ -109,13 +124,22 @@ pub(super) fn header() -> [u8; 8] {
 /// Appends `record`, framed, to `out`.
 pub(super) fn encode(record: &Record, out: &mut Vec<u8>) {
     match record {
-        Record::Schedule { id, due, payload } => encode_schedule(*id, *due, None, payload, out),
+        Record::Schedule { id, due, payload } => {
+            encode_schedule(*id, *due, Named::None, payload, out);
+        }
         Record::Keyed {
             id,
             due,
             key,
             payload,
-        } => encode_schedule(*id, *due, Some(key), payload, out),
+        } => encode_schedule(*id, *due, Named::Key(key), payload, out),
+        Record::Recurring {
+            id,
+            due,
+            key,
+            timetable,
+            payload,
+        } => encode_schedule(*id, *due, Named::Recurring(key, timetable), payload, out),
         Record::Cancel { id } => frame(2, *id, out, |_| {}),
         Record::Reset { id, due } => frame(3, *id, out, |out| encode_time(*due, out)),
         Record::Done { id } => frame(4, *id, out, |_| {}),
@@ -123,34 +147,68 @@ pub(super) fn encode(record: &Record, out: &mut Vec<u8>) {
     }
 }
 
-/// Appends a schedule record, keyed or not, framed, to `out` (without
-/// building a [`Record`], so compaction need not copy payloads).
+/// What names a schedule record's job: nothing, a key, or a key and a
+/// timetable (a job scheduler).
+#[derive(Clone, Copy)]
+pub(super) enum Named<'a> {
+    None,
+    Key(&'a str),
+    Recurring(&'a str, &'a str),
+}
+
+impl Named<'_> {
+    /// The bytes it takes in a record.
+    pub(super) const fn len(self) -> usize {
+        match self {
+            Named::None => 0,
+            Named::Key(key) => 2 + key.len(),
+            Named::Recurring(key, timetable) => 4 + key.len() + timetable.len(),
+        }
+    }
+}
+
+/// Appends a schedule record (plain, keyed or a job scheduler's), framed,
+/// to `out` (without building a [`Record`], so compaction need not copy
+/// payloads).
 pub(super) fn encode_schedule(
     id: u64,
     due: SystemTime,
-    key: Option<&str>,
+    named: Named<'_>,
     payload: &[u8],
     out: &mut Vec<u8>,
 ) {
-    let kind = if key.is_some() { 6 } else { 1 };
+    let kind = match named {
+        Named::None => 1,
+        Named::Key(_) => 6,
+        Named::Recurring(..) => 7,
+    };
     frame(kind, id, out, |out| {
         encode_time(due, out);
-        if let Some(key) = key {
-            out.extend_from_slice(&(key.len() as u16).to_le_bytes());
-            out.extend_from_slice(key.as_bytes());
+        let mut text = |s: &str| {
+            out.extend_from_slice(&(s.len() as u16).to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+        };
+        match named {
+            Named::None => {}
+            Named::Key(key) => text(key),
+            Named::Recurring(key, timetable) => {
+                text(key);
+                text(timetable);
+            }
         }
         out.extend_from_slice(payload);
     });
 }
 
-/// The framed size of a schedule record (before escaping) with a key of
-/// `key` bytes (if keyed) and a payload of `payload` bytes.
-pub(super) const fn schedule_len(key: Option<usize>, payload: usize) -> u64 {
-    let key = match key {
-        Some(len) => 2 + len,
-        None => 0,
-    };
-    (FRAME + 1 + 8 + TIME + key + payload) as u64
+/// The framed size of a schedule record (before escaping) named by
+/// `named`, with a payload of `payload` bytes.
+pub(super) const fn schedule_len(named: Named<'_>, payload: usize) -> u64 {
+    (FRAME + 1 + 8 + TIME + named.len() + payload) as u64
+}
+
+/// The most payload a schedule record named by `named` can carry.
+pub(super) const fn payload_room(named: Named<'_>) -> usize {
+    MAX_PAYLOAD.saturating_sub(named.len())
 }
 
 /// A due time: `i64` seconds and `u32` nanoseconds.

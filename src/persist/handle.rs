@@ -3,6 +3,7 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
+use std::time::SystemTime;
 
 use super::decode::Damage;
 use super::{Outcome, PendingJob};
@@ -39,6 +40,12 @@ pub struct Recovery<T> {
     /// ([`DurableTimer::schedule_keyed`](super::DurableTimer::schedule_keyed)):
     /// the keys that [`cancel_key`](super::DurableTimer::cancel_key) finds.
     pub keys: Vec<(String, u64)>,
+    /// Restored job schedulers
+    /// ([`DurableTimer::upsert_schedule`](super::DurableTimer::upsert_schedule)),
+    /// as `(key, first run)`: the instant each runs first, after the
+    /// timetable's [`Missed`](crate::schedule::Missed) policy has dealt
+    /// with the instants missed while the journal was closed.
+    pub schedules: Vec<(String, SystemTime)>,
 }
 
 /// What [`DurableTimer::open`](super::DurableTimer::open) found at the

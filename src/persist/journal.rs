@@ -159,6 +159,11 @@ impl Log {
         );
     }
 
+    /// The journal's path, as events name it.
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Records that could not be written so far.
     pub(super) fn write_errors(&self) -> u64 {
         self.write_errors.load(Ordering::Relaxed)
@@ -295,14 +300,14 @@ impl Log {
         &self,
         after: Option<u64>,
         limit: usize,
-    ) -> Vec<(u64, Option<String>, SystemTime)> {
+    ) -> Vec<(u64, Option<String>, SystemTime, bool)> {
         let from = after.map_or(Bound::Unbounded, Bound::Excluded);
         lock(&self.state)
             .folded
             .pending
             .range((from, Bound::Unbounded))
             .take(limit)
-            .map(|(&id, job)| (id, job.key.clone(), job.due))
+            .map(|(&id, job)| (id, job.key.clone(), job.due, job.timetable.is_some()))
             .collect()
     }
 

@@ -26,6 +26,11 @@ pub struct JournaledJob {
     pub id: u64,
     /// The key it was scheduled under, if any.
     pub key: Option<String>,
+    /// `true` for a job scheduler
+    /// ([`upsert_schedule`](DurableTimer::upsert_schedule)): its key is
+    /// the scheduler's, and `due` the instant of its run still to
+    /// complete.
+    pub recurring: bool,
     /// When it is due, by the wall clock, as the journal recorded it.
     pub due: SystemTime,
 }
@@ -60,7 +65,12 @@ where
         self.log
             .page(after, limit)
             .into_iter()
-            .map(|(id, key, due)| JournaledJob { id, key, due })
+            .map(|(id, key, due, recurring)| JournaledJob {
+                id,
+                key,
+                due,
+                recurring,
+            })
             .collect()
     }
 }

@@ -115,6 +115,7 @@ where
             id,
             key: Some(Arc::clone(&key)),
             value,
+            recurring: false,
         };
         match self.timer.schedule_at(deadline, job) {
             Ok(handle) => {

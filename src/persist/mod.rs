@@ -2,7 +2,8 @@
 //! [`Timer::restore`] with a [`MisfirePolicy`] for jobs that fell due
 //! while the process was down, and [`DurableTimer`], whose jobs survive a
 //! crash through an fsync'd journal (`durable.rs`, the file in `journal.rs`,
-//! its format in `format.rs`).
+//! its format in `format.rs`), one-shot or recurring (job schedulers,
+//! `schedulers.rs`).
 //!
 //! A `Timer` keeps deadlines as `Instant`s, which mean nothing in the next
 //! process. A snapshot converts each one to `SystemTime` through the
@@ -63,8 +64,10 @@ mod outcome;
 mod payload;
 #[cfg(feature = "metrics")]
 mod published;
+mod recurring;
 mod replay;
 mod restore;
+mod schedulers;
 mod upkeep;
 
 use alloc::vec::Vec;
@@ -83,6 +86,8 @@ pub use keyed::KeyedJob;
 pub use misfire_policy::{MisfirePolicy, OnMissed, Reschedule};
 pub use outcome::{Outcome, RestoreReport};
 pub use payload::Payload;
+pub use recurring::JournaledSchedule;
+pub use schedulers::ScheduledRun;
 
 /// The largest encoded value a [`DurableTimer`] journals: 16 MiB less a
 /// record's 21 bytes of kind, id and due time. `schedule` refuses a larger

@@ -76,7 +76,7 @@ pub(super) const RUN_PREFIX: &str = "schedule/";
 /// How far ahead runs are made.
 const LOOKAHEAD: i64 = 2_000_000;
 /// An instant found later than this is missed.
-const GRACE: i64 = 1_000_000;
+use crate::schedule::MISSED_AFTER_MICROS as GRACE;
 /// Most runs made for one scheduler at one look.
 const MAX_RUNS: usize = 1_000;
 /// The longest sleep of the task: a scheduler made elsewhere is found

@@ -9,23 +9,7 @@ use std::time::SystemTime;
 use super::scheduler;
 use super::{AsyncQueue, Delivery, Queue, QueueError};
 use crate::schedule::Schedule;
-
-/// What [`Queue::upsert_schedule`](super::Queue::upsert_schedule) did.
-///
-/// ```
-/// use tickwheel::redis::Upserted;
-/// assert_ne!(Upserted::Created, Upserted::Unchanged);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Upserted {
-    /// A new scheduler; its first runs are made.
-    Created,
-    /// The timetable or payload changed: the old runs still waiting are
-    /// cancelled, the new timetable's first runs made.
-    Updated,
-    /// The same timetable and payload were there already: nothing changed.
-    Unchanged,
-}
+pub use crate::schedule::Upserted;
 
 /// A job scheduler as stored, from
 /// [`Queue::schedules`](super::Queue::schedules).

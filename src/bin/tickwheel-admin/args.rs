@@ -66,8 +66,9 @@ pub(crate) enum Command {
         /// What to purge.
         what: Purgeable,
     },
-    /// The queue's job schedulers (recurring jobs): key, timetable,
-    /// version, and how far ahead their runs are made.
+    /// The job schedulers (recurring jobs): key and timetable; for a
+    /// queue, the version and how far ahead its runs are made; for a
+    /// journal, the id and the next run.
     Schedules,
     /// Removes a job scheduler and cancels its runs still waiting.
     Unschedule {

@@ -89,6 +89,7 @@ pub(crate) fn run(path: &Path, command: Command, out: &Out) -> Result<(), String
                     ("key", job.key.clone().into()),
                     ("due", rfc3339(job.due).into()),
                     ("id", job.id.into()),
+                    ("recurring", job.recurring.into()),
                 ]);
             }
             // A short page is the last (`DurableTimer::journaled`).
@@ -140,6 +141,35 @@ pub(crate) fn run(path: &Path, command: Command, out: &Out) -> Result<(), String
         Command::Requeue { .. } => unsupported("requeue"),
         Command::Purge { .. } => unsupported("purge"),
         Command::Watch { .. } => unsupported("watch"),
-        Command::Schedules | Command::Unschedule { .. } => unsupported("job schedulers"),
+        Command::Schedules => {
+            let journal = open(path)?;
+            let mut after: Option<String> = None;
+            loop {
+                let page = journal.schedules(after.as_deref(), 1000);
+                for s in &page {
+                    out.record(&[
+                        ("type", "schedule".into()),
+                        ("key", s.key.clone().into()),
+                        ("timetable", s.timetable.clone().into()),
+                        ("id", s.id.into()),
+                        ("next", rfc3339(s.next).into()),
+                    ]);
+                }
+                match page.last() {
+                    Some(last) if page.len() == 1000 => after = Some(last.key.clone()),
+                    _ => return Ok(()),
+                }
+            }
+        }
+        Command::Unschedule { key } => {
+            let journal = open(path)?;
+            let removed = journal.remove_schedule(&key);
+            out.record(&[
+                ("type", "unschedule".into()),
+                ("key", key.into()),
+                ("removed", removed.into()),
+            ]);
+            Ok(())
+        }
     }
 }
