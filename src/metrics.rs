@@ -121,13 +121,20 @@
 //! | `tickwheel_queue_lateness_seconds` | histogram | per delivery: the server's time at the claim − the due time |
 //! | `tickwheel_queue_live_jobs` | gauge | jobs waiting or in flight, as the last `len()` of this process found |
 //! | `tickwheel_queue_dead_jobs` | gauge | dead letters, as the last `len()` of this process found |
+//! | `tickwheel_queue_held_jobs` | gauge | jobs this process's consumers hold: delivered, not yet acked, nacked or released, lease not over |
 //!
-//! The two gauges cost no round trip of their own: they are set from the
-//! answer of [`Queue::len`](crate::redis::Queue::len) (one pipeline of
-//! two `ZCARD`s), so they are as fresh as the last call; call it as
-//! often as you want them fresh (on each scrape, say). Waiting and in
-//! flight are one sorted set, so telling them apart would take another
-//! query per claim: there is no separate in-flight gauge.
+//! The live and dead gauges cost no round trip of their own: they are set
+//! from the answer of [`Queue::len`](crate::redis::Queue::len) (one
+//! pipeline of two `ZCARD`s), so they are as fresh as the last call; call
+//! it as often as you want them fresh (on each scrape, say). Waiting and
+//! in flight are one sorted set on the server, so a queue-wide in-flight
+//! count would cost a command per claim and per ack; instead each process
+//! counts the jobs its consumers hold, at no round trip: summed over the
+//! processes (`sum(tickwheel_queue_held_jobs)` in PromQL) it is the jobs
+//! in flight to live consumers, and live minus that sum is about the jobs
+//! waiting. A delivery dropped without an ack stays held until its lease
+//! ends (as on the server); expired leases leave the count within 100 ms
+//! of a claim round, an ack or a `len()`.
 //!
 //! # What it costs
 //!
@@ -269,6 +276,8 @@ mod registry {
         QUEUE_LIVE: Gauge, Count, "tickwheel_queue_live_jobs", "Jobs waiting or in flight, at the last len().";
         #[cfg_attr(not(feature = "redis"), allow(dead_code))]
         QUEUE_DEAD: Gauge, Count, "tickwheel_queue_dead_jobs", "Dead letters, at the last len().";
+        #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+        QUEUE_HELD: Gauge, Count, "tickwheel_queue_held_jobs", "Jobs this process's consumers hold: delivered, not yet settled, lease not over.";
     }
 
     static METADATA: Metadata<'static> =

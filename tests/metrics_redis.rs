@@ -5,7 +5,7 @@
 //! updates them.
 
 use core::time::Duration;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
 
 use metrics_util::debugging::{DebuggingRecorder, Snapshotter};
@@ -30,12 +30,17 @@ fn snapshotter() -> &'static Snapshotter {
     })
 }
 
+/// The tests take turns: taking a snapshot resets every metric, the other
+/// test's too.
+static TURN: Mutex<()> = Mutex::new(());
+
 /// Schedules (one a duplicate), a cancel, a reschedule, deliveries with
 /// their lateness, acks, a nack that retries, a redelivery, a dead
 /// letter, and `len()`'s gauges: each counted exactly, under the queue's
 /// name, and equal to `Queue::metrics`.
 #[test]
 fn a_queue_counts_what_it_did() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let snapshotter = snapshotter();
     let Some(server) = RedisServer::start_or_skip() else {
         return;
@@ -127,6 +132,7 @@ fn a_queue_counts_what_it_did() {
     assert_eq!(count("tickwheel_queue_lease_lost_total"), 0);
     assert_eq!(m.gauge("tickwheel_queue_live_jobs", &me), Some(1.0));
     assert_eq!(m.gauge("tickwheel_queue_dead_jobs", &me), Some(1.0));
+    assert_eq!(m.gauge("tickwheel_queue_held_jobs", &me), Some(0.0));
 
     // Every counter is the queue's own count.
     let pairs = [
@@ -176,8 +182,60 @@ fn a_queue_counts_what_it_did() {
     assert!(lateness[0] < 1.0, "{lateness:?}");
     assert_eq!(q.lateness.count(), 4);
 
-    // 20 counters, the histogram and two gauges; the consumer's timer
+    // 20 counters, the histogram and three gauges; the consumer's timer
     // publishes no timer metrics.
-    assert_eq!(m.names_with(("queue", "metered")).len(), 23);
+    assert_eq!(m.names_with(("queue", "metered")).len(), 24);
     assert!(m.names_with(("timer", "tickwheel-redis-wake")).is_empty());
+}
+
+/// The held gauge: jobs delivered to this process and not yet settled. It
+/// rises with deliveries, falls with each ack and nack, keeps an extended
+/// lease, and lets a delivery dropped without an ack go when its lease
+/// ends.
+#[test]
+fn held_jobs_follow_deliveries_settles_and_leases() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let snapshotter = snapshotter();
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = Queue::builder(&server.url(), "holding")
+        .lease(Duration::from_millis(400))
+        .connect()
+        .unwrap();
+    let consumer = queue.consumer().unwrap();
+    for i in 0..5 {
+        queue.schedule_in(&format!("job {i}"), MS, b"").unwrap();
+    }
+    let mut got = Vec::new();
+    while got.len() < 5 {
+        got.extend(
+            consumer
+                .fetch(5 - got.len(), Duration::from_secs(5))
+                .unwrap(),
+        );
+    }
+    let me = [("queue", "holding")];
+    // `len()` shows the gauge afresh (a snapshot resets it).
+    let held = || {
+        queue.len().unwrap();
+        Recorded::take(snapshotter)
+            .gauge("tickwheel_queue_held_jobs", &me)
+            .unwrap()
+    };
+    assert_eq!(held(), 5.0);
+    assert_eq!(consumer.ack(&got[0]).unwrap(), Acked::Acked);
+    assert_eq!(
+        consumer.nack(&got[1], Duration::from_secs(3600)).unwrap(),
+        Nacked::Retrying
+    );
+    assert!(consumer.extend(&got[2], Duration::from_secs(30)).unwrap());
+    // Two dropped without a word, one extended.
+    assert_eq!(held(), 3.0);
+    // Past the 400 ms lease (and the 100 ms pruning): the dropped two
+    // have gone; the extended one is still held.
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(held(), 1.0);
+    assert_eq!(consumer.ack(&got[2]).unwrap(), Acked::Acked);
+    assert_eq!(held(), 0.0);
 }

@@ -256,10 +256,13 @@ impl AckJob {
     }
 }
 
-/// The answers to acks, as `ack_jobs` in `common.lua` gives them; counts
-/// them.
-pub(super) fn acked(items: &[Value], ctx: &Ctx) -> Vec<Acked> {
+/// The answers to `acks`, as `ack_jobs` in `common.lua` gives them;
+/// counts them. Whatever the answer, the delivery is no longer held.
+pub(super) fn acked(items: &[Value], acks: &[AckJob], ctx: &Ctx) -> Vec<Acked> {
     let c = &ctx.counters;
+    for ack in acks {
+        c.held.settle(&ack.id, ack.fence);
+    }
     items
         .iter()
         .map(|item| match int(item) {
@@ -313,7 +316,7 @@ impl Batched for AckJob {
                 "an ack reply of the wrong length",
             )));
         }
-        Ok(acked(&items, ctx))
+        Ok(acked(&items, jobs, ctx))
     }
 }
 

@@ -438,6 +438,7 @@ pub(super) async fn release(io: &Io, jobs: &[Delivery]) {
         cmd.arg(&keys.channel);
         for job in mine {
             cmd.arg(&job.id).arg(job.fence);
+            io.ctx.counters.held.settle(&job.id, job.fence);
         }
         if let Ok(back) = io.script(&RELEASE, &cmd).await {
             bump(

@@ -2,11 +2,12 @@
 //! I/O thread and the handles, read as one snapshot. With feature
 //! `metrics` each one also feeds its metric (names in `crate::metrics`),
 //! registered at `connect` and labelled with the queue's name; nothing in
-//! this module holds a lock.
+//! this module holds a lock (the held jobs' gauge, in `held.rs`, does).
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 
+use super::held::Held;
 use crate::metrics::metric;
 use crate::timer::stats::LatenessCounter;
 
@@ -69,6 +70,7 @@ macro_rules! counters {
             $(pub(super) $field: Count,)*
             pub(super) lateness: Lateness,
             pub(super) sizes: Sizes,
+            pub(super) held: Held,
         }
 
         impl Counters {
@@ -93,6 +95,10 @@ macro_rules! counters {
                         #[cfg(feature = "metrics")]
                         dead: labels.gauge(&crate::metrics::QUEUE_DEAD),
                     },
+                    #[cfg(feature = "metrics")]
+                    held: Held::new(labels.gauge(&crate::metrics::QUEUE_HELD)),
+                    #[cfg(not(feature = "metrics"))]
+                    held: Held::new(),
                 }
             }
         }

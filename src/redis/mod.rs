@@ -105,6 +105,7 @@ mod claimer;
 mod consumer;
 mod counters;
 mod error;
+mod held;
 mod hints;
 mod job_info;
 #[cfg(feature = "serde")]

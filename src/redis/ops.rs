@@ -252,6 +252,7 @@ pub(super) fn nack(
         .await
         .map(|v| {
             let c = &io.ctx.counters;
+            c.held.settle(&id, fence);
             match int(&v) {
                 Some(1) => {
                     bump(&c.retried, 1);
@@ -277,6 +278,7 @@ pub(super) fn extend(
     lease: Duration,
 ) -> Result<Pending<bool>, QueueError> {
     own(&s.ctx, job)?;
+    let lease_of = lease;
     let lease = lease_micros(lease)?;
     let (id, fence) = (job.id.clone(), job.fence);
     Ok(s.task(move |io, reply| async move {
@@ -284,8 +286,12 @@ pub(super) fn extend(
         cmd.arg(&id).arg(fence).arg(lease);
         let answer = io.script(&EXTEND, &cmd).await.map(|v| {
             let kept = int(&v) == Some(1);
-            if !kept {
-                bump(&io.ctx.counters.lease_lost, 1);
+            let c = &io.ctx.counters;
+            if kept {
+                c.held.extend(&id, fence, lease_of);
+            } else {
+                c.held.settle(&id, fence);
+                bump(&c.lease_lost, 1);
             }
             kept
         });
@@ -436,6 +442,7 @@ pub(super) fn len(s: &Shared) -> Pending<(u64, u64)> {
             }
         }
         let answer = Ok(sum);
+        io.ctx.counters.held.refresh();
         if let Ok(sizes) = answer {
             io.ctx.counters.sizes.set(sizes);
         }

@@ -189,7 +189,7 @@ async fn ack(io: &Io, part: usize, acks: &[AckJob]) -> Result<Vec<Acked>, QueueE
     let reply = io
         .script(&ACK, &AckJob::command(acks, &io.ctx, keys))
         .await?;
-    Ok(acked(&array(reply)?, &io.ctx))
+    Ok(acked(&array(reply)?, acks, &io.ctx))
 }
 
 /// Runs the claim script on partition `part` for up to `max` jobs,
@@ -235,7 +235,7 @@ async fn claim(io: &Io, part: usize, max: usize, acks: &[AckJob]) -> Result<Clai
             "a claim answered the wrong number of acks",
         )));
     }
-    let acked = acked(&answers, ctx);
+    let acked = acked(&answers, acks, ctx);
     let c = &ctx.counters;
     bump(&c.dead_lettered, dead as u64);
     bump(&c.discarded, discarded as u64);
@@ -272,7 +272,11 @@ async fn claim(io: &Io, part: usize, max: usize, acks: &[AckJob]) -> Result<Clai
         if job.attempt > 1 {
             bump(&c.redelivered, 1);
         }
+        c.held.take(&job.id, job.fence, o.lease);
         jobs.push(job);
+    }
+    if jobs.is_empty() {
+        c.held.refresh();
     }
     Ok(Claimed {
         anchor: Anchor {
