@@ -301,7 +301,6 @@ impl Schedule {
         }
     }
 
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn missed_policy(&self) -> Missed {
         self.missed
     }

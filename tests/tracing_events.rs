@@ -1,5 +1,6 @@
 //! The events operators get through `tracing` (feature `tracing`), caught
-//! by a subscriber of this test's own: journal damage names its journal;
+//! by a subscriber of this test's own: journal damage names its journal,
+//! and so do a job scheduler's runs missed while it was closed;
 //! on a real `redis-server`, dead letters, lost leases, retries and an
 //! unreachable server name their queue.
 
@@ -101,6 +102,46 @@ fn journal_damage_is_an_event_naming_the_journal() {
     assert!(
         damage[0].contains(&format!("offset={}", d.offset)),
         "{damage:?}"
+    );
+}
+
+/// A job scheduler every 10 s, its journal reopened 5 minutes later (a
+/// manual clock's wall time): a warning names the journal, the scheduler
+/// and its missed policy.
+#[test]
+fn missed_scheduler_runs_are_an_event_naming_the_journal() {
+    use tickwheel::schedule::{Missed, Schedule};
+    use tickwheel::timer::ManualClock;
+    catch();
+    let dir = Scratch::new("tracing-missed");
+    let path = dir.path("schedulers.journal");
+    let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let open = |at: SystemTime| {
+        let clock = ManualClock::with_wall_time(at);
+        DurableTimer::<u64>::open_with_clock(
+            &path,
+            SyncPolicy::Always,
+            &Default::default(),
+            clock,
+            |_| {},
+        )
+        .unwrap()
+        .0
+    };
+    let timer = open(start);
+    let every = Schedule::every(Duration::from_secs(10)).missed(Missed::Skip);
+    timer.upsert_schedule("report", &every, 1).unwrap();
+    drop(timer);
+    let name = path.display().to_string();
+    // Back within the grace: nothing was missed.
+    drop(open(start + Duration::from_secs(10)));
+    assert!(events_with(&["job scheduler", &name]).is_empty());
+    drop(open(start + Duration::from_secs(300)));
+    let missed = events_with(&["WARN", "job scheduler", &name]);
+    assert_eq!(missed.len(), 1, "{missed:?}");
+    assert!(
+        missed[0].contains("key=report") && missed[0].contains("missed=Skip"),
+        "{missed:?}"
     );
 }
 

@@ -246,6 +246,17 @@ where
                 let _ = self.log.append(Record::Done { id: f.id });
                 continue;
             };
+            let due = micros(f.due);
+            if first != due {
+                event!(
+                    warn,
+                    "a job scheduler's runs fell due while the journal was closed; its timetable's missed policy applies",
+                    journal = self.log.name(),
+                    key = f.key,
+                    missed = alloc::format!("{:?}", f.schedule.missed_policy()),
+                    late_s = micros(wall).saturating_sub(due) / 1_000_000
+                );
+            }
             let key: Arc<str> = Arc::from(f.key.as_str());
             let job = Job {
                 id: f.id,
