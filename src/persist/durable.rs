@@ -208,7 +208,7 @@ where
             keys: Vec::new(),
             schedules: Vec::new(),
         };
-        let (jobs, schedulers) = sort_pending(&mut folded, &mut recovery);
+        let (jobs, schedulers) = sort_pending(path, &mut folded, &mut recovery);
         let next_id = folded.max_id.saturating_add(1);
         let log = Arc::new(Log::open(path, folded, sync, lock).map_err(|err| io_at(path, err))?);
         metric!({

@@ -290,6 +290,7 @@ where
 /// undecodable and the older schedulers of a key are written off in
 /// `folded`.
 pub(super) fn sort_pending<T: Payload>(
+    journal: &std::path::Path,
     folded: &mut Folded,
     recovery: &mut Recovery<T>,
 ) -> (Vec<PendingJob<Job<T>>>, Vec<Found<T>>) {
@@ -316,6 +317,7 @@ pub(super) fn sort_pending<T: Payload>(
                 None => event!(
                     error,
                     "a job scheduler's timetable cannot be read by this build (feature `cron`?); it stays in the journal, and does not run",
+                    journal = journal.display(),
                     key = key,
                     id = id
                 ),
