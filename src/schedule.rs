@@ -106,6 +106,10 @@ pub enum Upserted {
 
 /// How late an instant may be found and still run as due: later than
 /// this, it is missed and follows the scheduler's [`Missed`].
+///
+/// ```
+/// assert_eq!(tickwheel::schedule::MISSED_AFTER, std::time::Duration::from_secs(1));
+/// ```
 pub const MISSED_AFTER: Duration = Duration::from_secs(1);
 
 /// [`MISSED_AFTER`] in µs.

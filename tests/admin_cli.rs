@@ -1,6 +1,7 @@
 //! The `tickwheel-admin` binary, run as a process against a real
 //! `redis-server` (each test its own) or a journal file: its `--json`
-//! lines are parsed and checked exactly.
+//! lines are parsed and checked exactly. `watch` on a journal reads it
+//! while its owner runs, and writes nothing.
 
 extern crate alloc;
 
@@ -575,4 +576,87 @@ fn schedulers_are_listed_and_removed() {
     );
     assert_eq!(ok(&target, &["schedules"]).of("schedule").len(), 1);
     assert_eq!(ok(&target, &["ls", "pending"]).of("job").len(), 1);
+}
+
+// ---- `watch` on a journal: read without its lock ----------------------
+
+/// The tool's `watch` frames on `path`, `count` of them.
+fn watch_journal(path: &std::path::Path, count: u32) -> Vec<Value> {
+    let output = Command::new(BIN)
+        .args(["--journal", path.to_str().unwrap(), "--json", "watch"])
+        .args(["--every", "50ms", "--count", &count.to_string()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn watch_reads_a_journal_its_owner_holds_and_writes_nothing() {
+    let dir = Scratch::new("admin-watch");
+    let path = dir.path("orders.journal");
+    let (owner, _) =
+        DurableTimer::<u64>::open(&path, SyncPolicy::Always, &Default::default(), |_| {}).unwrap();
+    let hour = Duration::from_secs(3600);
+    owner.schedule_keyed("order 1017", hour, 1017).unwrap();
+    owner.schedule(hour, 1018).unwrap();
+    owner
+        .upsert_schedule("sweep", &tickwheel::schedule::Schedule::every(hour), 1)
+        .unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let frames = watch_journal(&path, 2);
+    assert_eq!(frames.len(), 2, "{frames:?}");
+    for frame in &frames {
+        assert_eq!(frame["type"], "watch");
+        assert_eq!(frame["pending"], 3, "{frame}");
+        assert_eq!(frame["keyed"], 1, "{frame}");
+        assert_eq!(frame["schedulers"], 1, "{frame}");
+        assert_eq!(frame["due"], 0, "{frame}");
+        assert_eq!(frame["damaged"], 0, "{frame}");
+        assert!(frame["next_due"].is_string(), "{frame}");
+        assert!(frame["overdue_max_ms"].is_null(), "{frame}");
+        assert_eq!(frame["journal_bytes"], before.len() as u64, "{frame}");
+    }
+    assert_eq!(frames[1]["pending_per_s"], 0.0);
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the tool wrote");
+    // The owner still owns it, and goes on.
+    owner.schedule(hour, 1019).unwrap();
+    assert_eq!(watch_journal(&path, 1)[0]["pending"], 4);
+}
+
+/// A journal closed with a job 50 minutes overdue: `due` counts it and
+/// `overdue_max_ms` says how late it is.
+#[test]
+fn watch_shows_jobs_missed_while_the_owner_is_down() {
+    let dir = Scratch::new("admin-watch-missed");
+    let path = dir.path("j");
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let (owner, _) = DurableTimer::<u64>::open_with_clock(
+        &path,
+        SyncPolicy::Always,
+        &Default::default(),
+        tickwheel::timer::ManualClock::with_wall_time(hour_ago),
+        |_| {},
+    )
+    .unwrap();
+    owner.schedule(Duration::from_secs(600), 1).unwrap();
+    owner.schedule(Duration::from_secs(7200), 2).unwrap();
+    drop(owner);
+    let frame = &watch_journal(&path, 1)[0];
+    assert_eq!(frame["pending"], 2, "{frame}");
+    assert_eq!(frame["due"], 1, "{frame}");
+    let late_ms = frame["overdue_max_ms"].as_f64().unwrap();
+    assert!((2_990_000.0..3_100_000.0).contains(&late_ms), "{late_ms}");
+    let summary = tickwheel::persist::JournalSummary::read(&path, SystemTime::now()).unwrap();
+    assert_eq!(
+        summary.oldest_due,
+        Some(hour_ago + Duration::from_secs(600))
+    );
+    assert_eq!(summary.next_due, Some(hour_ago + Duration::from_secs(7200)));
+    assert!(tickwheel::persist::JournalSummary::read(dir.path("none"), SystemTime::now()).is_err());
 }

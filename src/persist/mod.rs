@@ -68,6 +68,7 @@ mod recurring;
 mod replay;
 mod restore;
 mod schedulers;
+mod summary;
 mod upkeep;
 
 use alloc::vec::Vec;
@@ -88,6 +89,7 @@ pub use outcome::{Outcome, RestoreReport};
 pub use payload::Payload;
 pub use recurring::JournaledSchedule;
 pub use schedulers::ScheduledRun;
+pub use summary::JournalSummary;
 
 /// The largest encoded value a [`DurableTimer`] journals: 16 MiB less a
 /// record's 21 bytes of kind, id and due time. `schedule` refuses a larger

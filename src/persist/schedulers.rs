@@ -323,6 +323,11 @@ pub struct ScheduledRun {
 impl ScheduledRun {
     /// The run the calling handler is running, or `None` outside a job
     /// scheduler's run (a one-shot job's handler, or any other code).
+    ///
+    /// ```
+    /// // Not inside a handler: no run.
+    /// assert!(tickwheel::persist::ScheduledRun::current().is_none());
+    /// ```
     #[must_use]
     pub fn current() -> Option<ScheduledRun> {
         CURRENT.with(|current| {

@@ -75,7 +75,8 @@ pub(crate) enum Command {
         /// The scheduler's key.
         key: String,
     },
-    /// A live view of the queue, refreshed in place.
+    /// A live view of the queue, refreshed in place (a journal: read
+    /// without its lock, so it shows one a running process owns).
     Watch {
         /// Time between refreshes (`500ms`, `1s`, `2m`).
         #[arg(long, default_value = "1s", value_parser = parse_duration)]

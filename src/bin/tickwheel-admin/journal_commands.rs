@@ -140,7 +140,9 @@ pub(crate) fn run(path: &Path, command: Command, out: &Out) -> Result<(), String
         }
         Command::Requeue { .. } => unsupported("requeue"),
         Command::Purge { .. } => unsupported("purge"),
-        Command::Watch { .. } => unsupported("watch"),
+        Command::Watch { every, once, count } => {
+            crate::journal_watch::run(path, every, if once { Some(1) } else { count }, out)
+        }
         Command::Schedules => {
             let journal = open(path)?;
             let mut after: Option<String> = None;

@@ -9,6 +9,7 @@ extern crate alloc;
 
 mod args;
 mod journal_commands;
+mod journal_watch;
 mod output;
 mod queue_commands;
 mod watch;

@@ -15,7 +15,7 @@ use crate::output::{millis, rfc3339, Out};
 use crate::queue_commands::next_due;
 
 /// How far back the sparkline goes.
-const HISTORY: Duration = Duration::from_secs(60);
+pub(crate) const HISTORY: Duration = Duration::from_secs(60);
 /// Due jobs sampled from the head of the listing for lateness.
 const SAMPLE: usize = 100;
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -112,7 +112,7 @@ fn quantile(values: &[Duration], q: f64) -> Option<Duration> {
 }
 
 /// One bar per value, scaled from the smallest to the largest.
-fn sparkline(values: impl Iterator<Item = u64> + Clone) -> String {
+pub(crate) fn sparkline(values: impl Iterator<Item = u64> + Clone) -> String {
     let (lo, hi) = values
         .clone()
         .fold((u64::MAX, 0), |(lo, hi), v| (lo.min(v), hi.max(v)));
