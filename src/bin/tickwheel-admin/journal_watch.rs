@@ -4,7 +4,6 @@
 //! refresh reads the file once (a journal compacts itself to at most
 //! twice its pending jobs past 1 MiB).
 
-use alloc::collections::VecDeque;
 use core::time::Duration;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -13,7 +12,7 @@ use std::time::{Instant, SystemTime};
 use tickwheel::persist::JournalSummary;
 
 use crate::output::{millis, rfc3339, Out};
-use crate::watch::{sparkline, HISTORY};
+use crate::watch::repeat;
 
 /// Refreshes every `every`, `count` times (for ever if `None`).
 pub(crate) fn run(
@@ -23,11 +22,8 @@ pub(crate) fn run(
     out: &Out,
 ) -> Result<(), String> {
     let ansi = !out.json && std::io::stdout().is_terminal();
-    let mut history: VecDeque<(Instant, u64)> = VecDeque::new();
     let mut last: Option<(Instant, u64)> = None;
-    let mut shown = 0u64;
-    loop {
-        let now = Instant::now();
+    repeat(every, count, |now, spark| {
         let wall = SystemTime::now();
         let summary = JournalSummary::read(path, wall).map_err(|e| e.to_string())?;
         let rate = last.and_then(|(then, pending)| {
@@ -35,21 +31,10 @@ pub(crate) fn run(
             (secs > 0.0).then(|| (summary.pending as f64 - pending as f64) / secs)
         });
         last = Some((now, summary.pending));
-        history.push_back((now, summary.pending));
-        while history
-            .front()
-            .is_some_and(|&(t, _)| now.duration_since(t) > HISTORY)
-        {
-            history.pop_front();
-        }
-        let line = sparkline(history.iter().map(|&(_, n)| n));
+        let line = spark.push(now, summary.pending);
         show(&summary, wall, rate, &line, ansi, out);
-        shown += 1;
-        if count.is_some_and(|count| shown >= count) {
-            return Ok(());
-        }
-        std::thread::sleep(every.saturating_sub(now.elapsed()));
-    }
+        Ok(())
+    })
 }
 
 fn show(

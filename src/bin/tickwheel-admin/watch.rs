@@ -15,7 +15,7 @@ use crate::output::{millis, rfc3339, Out};
 use crate::queue_commands::next_due;
 
 /// How far back the sparkline goes.
-pub(crate) const HISTORY: Duration = Duration::from_secs(60);
+const HISTORY: Duration = Duration::from_secs(60);
 /// Due jobs sampled from the head of the listing for lateness.
 const SAMPLE: usize = 100;
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -42,27 +42,52 @@ pub(crate) fn run(
     out: &Out,
 ) -> Result<(), String> {
     let ansi = !out.json && std::io::stdout().is_terminal();
-    let mut history: VecDeque<(Instant, u64)> = VecDeque::new();
     let mut last: Option<(Instant, u64, u64)> = None;
+    repeat(every, count, |now, spark| {
+        let frame = read(queue, now, last).map_err(|e| e.to_string())?;
+        last = Some((now, frame.live, frame.dead));
+        let line = spark.push(now, frame.live);
+        show(&frame, &line, ansi, out);
+        Ok(())
+    })
+}
+
+/// Calls `step` every `every`, `count` times (for ever if `None`), with
+/// the refresh's instant and the sparkline's history.
+pub(crate) fn repeat(
+    every: Duration,
+    count: Option<u64>,
+    mut step: impl FnMut(Instant, &mut Spark) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut spark = Spark(VecDeque::new());
     let mut shown = 0u64;
     loop {
         let now = Instant::now();
-        let frame = read(queue, now, last).map_err(|e| e.to_string())?;
-        last = Some((now, frame.live, frame.dead));
-        history.push_back((now, frame.live));
-        while history
-            .front()
-            .is_some_and(|&(t, _)| now.duration_since(t) > HISTORY)
-        {
-            history.pop_front();
-        }
-        let line = sparkline(history.iter().map(|&(_, n)| n));
-        show(&frame, &line, ansi, out);
+        step(now, &mut spark)?;
         shown += 1;
         if count.is_some_and(|count| shown >= count) {
             return Ok(());
         }
         std::thread::sleep(every.saturating_sub(now.elapsed()));
+    }
+}
+
+/// A count over the last [`HISTORY`], drawn as a sparkline.
+pub(crate) struct Spark(VecDeque<(Instant, u64)>);
+
+impl Spark {
+    /// Adds `n` at `now`, forgets what is older than the history, and
+    /// draws the rest.
+    pub(crate) fn push(&mut self, now: Instant, n: u64) -> String {
+        self.0.push_back((now, n));
+        while self
+            .0
+            .front()
+            .is_some_and(|&(t, _)| now.duration_since(t) > HISTORY)
+        {
+            self.0.pop_front();
+        }
+        sparkline(self.0.iter().map(|&(_, n)| n))
     }
 }
 
@@ -112,7 +137,7 @@ fn quantile(values: &[Duration], q: f64) -> Option<Duration> {
 }
 
 /// One bar per value, scaled from the smallest to the largest.
-pub(crate) fn sparkline(values: impl Iterator<Item = u64> + Clone) -> String {
+fn sparkline(values: impl Iterator<Item = u64> + Clone) -> String {
     let (lo, hi) = values
         .clone()
         .fold((u64::MAX, 0), |(lo, hi), v| (lo.min(v), hi.max(v)));
