@@ -118,11 +118,8 @@ where
             return refuse(ScheduleErrorKind::TooLarge, value);
         }
         let _turn = self.schedulers.changes.lock();
-        let old = self.schedulers.get(key);
-        if let Some((_, held, held_payload)) = &old {
-            if **held == *schedule && *held_payload == payload {
-                return Ok(Upserted::Unchanged);
-            }
+        if self.schedulers.holds(key, schedule, &payload) {
+            return Ok(Upserted::Unchanged);
         }
         let (now, wall) = self.timer.clock_now();
         let Some(first) = schedule.next_after(micros(wall)) else {
@@ -194,7 +191,7 @@ where
     /// ```
     pub fn remove_schedule(&self, key: &str) -> bool {
         let _turn = self.schedulers.changes.lock();
-        let Some((id, _, _)) = self.schedulers.get(key) else {
+        let Some(id) = self.schedulers.id_of(key) else {
             return false;
         };
         if self.log.append(Record::Cancel { id }).is_err() {

@@ -151,11 +151,17 @@ impl<T: Send + 'static> Schedulers<T> {
         table.remove(key)
     }
 
-    /// `key`'s scheduler: its id, timetable, payload and next instant.
-    pub(super) fn get(&self, key: &str) -> Option<(u64, Arc<Schedule>, Vec<u8>)> {
-        let table = self.table.lock();
-        let entry = table.get(key)?;
-        Some((entry.id, Arc::clone(&entry.schedule), entry.payload.clone()))
+    /// The id of `key`'s scheduler, if there is one.
+    pub(super) fn id_of(&self, key: &str) -> Option<u64> {
+        self.table.lock().get(key).map(|entry| entry.id)
+    }
+
+    /// Whether `key`'s scheduler has this timetable and encoded value.
+    pub(super) fn holds(&self, key: &str, schedule: &Schedule, payload: &[u8]) -> bool {
+        self.table
+            .lock()
+            .get(key)
+            .is_some_and(|e| *e.schedule == *schedule && e.payload == payload)
     }
 
     /// Up to `limit` schedulers after `after` (all if `None`), in key
