@@ -5,7 +5,7 @@
 //! Two tests: one on a clock whose every sleep ends a fixed 300 µs late,
 //! which is deterministic; and one on the real clock, on a machine whose
 //! every other core runs a busy thread while 10,000 timers with the default
-//! 1 ms slack come due over 2.5 s. `tests/slack.rs` checks windows on a
+//! 1 ms slack come due over 2.5 s. `tests/timer/slack.rs` checks windows on a
 //! manual clock that is never late.
 
 extern crate alloc;

@@ -1,6 +1,6 @@
 //! Reads the input bytes as a geometry and a sequence of operations on a
 //! `Wheel<u32>`, and checks every answer against the reference model of
-//! `tests/support/model.rs` (shared with `tests/model.rs`): a
+//! `tests/support/model.rs` (shared with `tests/wheel/against_model.rs`): a
 //! `BTreeMap<(effective deadline, seq), value>`, where the effective
 //! deadline is `max(deadline, now at insert/reset)`, a poll yields the
 //! smallest entry with effective deadline `<= now`, and `now` never goes
@@ -13,7 +13,7 @@
 //!
 //! The operations and the interpreter that applies them to both sides and
 //! compares every answer are `tests/support/ops.rs`, shared with
-//! `tests/model.rs`; this file only decodes bytes into those operations.
+//! `tests/wheel/against_model.rs`; this file only decodes bytes into those operations.
 //!
 //! # Input format
 //!
@@ -104,7 +104,7 @@ impl Bytes<'_> {
 }
 
 /// A deadline: tag byte, then its operand; weighted like `when()` in
-/// `tests/model.rs`.
+/// `tests/wheel/against_model.rs`.
 fn deadline(b: &mut Bytes<'_>) -> When {
     match b.u8() % 17 {
         0..=3 => When::Near(u64::from(b.u8() % 70)),
@@ -119,7 +119,7 @@ fn deadline(b: &mut Bytes<'_>) -> When {
 }
 
 /// A time step: mostly small, sometimes a jump of any size; weighted like
-/// `step()` in `tests/model.rs`.
+/// `step()` in `tests/wheel/against_model.rs`.
 fn step(b: &mut Bytes<'_>) -> When {
     match b.u8() % 18 {
         0..=5 => When::Near(u64::from(b.u8() % 4)),
@@ -143,7 +143,7 @@ fn key(b: &mut Bytes<'_>) -> usize {
     usize::from(b.u16())
 }
 
-/// Tag byte weighted like `op()` in `tests/model.rs`, then operands.
+/// Tag byte weighted like `op()` in `tests/wheel/against_model.rs`, then operands.
 fn op(b: &mut Bytes<'_>) -> Op {
     match b.u8() % 35 {
         0..=9 => Op::Insert(deadline(b)),

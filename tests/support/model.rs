@@ -1,4 +1,4 @@
-//! The reference model shared by `tests/model.rs` and the fuzz target
+//! The reference model shared by `tests/wheel/against_model.rs` and the fuzz target
 //! (`fuzz/fuzz_targets/wheel_ops.rs`): every pending timer under its
 //! effective deadline (`max(deadline, now at insert/reset)`) and a global
 //! sequence number, so a poll yields the smallest `(effective deadline,

@@ -1,4 +1,4 @@
-//! The operations that `tests/model.rs` (proptest) and the fuzz target
+//! The operations that `tests/wheel/against_model.rs` (proptest) and the fuzz target
 //! (`fuzz/fuzz_targets/wheel_ops.rs`) generate, and the one interpreter,
 //! [`Checker`], that applies them to a `Wheel<u32>` and to the reference
 //! [`Model`] and compares every answer. One interpreter, so that an op or a

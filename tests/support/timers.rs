@@ -1,9 +1,9 @@
 //! Timers on a manual clock, shared by the std-layer test files
-//! (`tests/timer.rs`, `tests/timer_lifecycle.rs`, `tests/periodic.rs`,
-//! `tests/usage.rs`): time moves
+//! (`tests/timer/timer.rs`, `tests/timer/timer_lifecycle.rs`, `tests/timer/periodic.rs`,
+//! `tests/timer/usage.rs`): time moves
 //! only when a test says so, and `advance` waits for the driver's pass.
 //! These timers have zero slack, so every timer is due exactly at its
-//! deadline and the tests can say when it fires (`tests/slack.rs` tests
+//! deadline and the tests can say when it fires (`tests/timer/slack.rs` tests
 //! slack).
 
 use core::time::Duration;

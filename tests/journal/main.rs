@@ -1,0 +1,17 @@
+//! `DurableTimer` and snapshots: the journal's records and promises, keyed
+//! jobs, job schedulers, `restore`, and crash loops that SIGKILL a child run
+//! of this binary. One binary, so the suite builds and links once.
+
+extern crate alloc;
+
+#[path = "../support/children.rs"]
+mod children;
+mod journal;
+mod journal_keys;
+mod journal_promises;
+mod journal_schedules;
+#[path = "../support/journals.rs"]
+mod journals;
+mod restore;
+#[path = "../support/scratch.rs"]
+mod scratch;

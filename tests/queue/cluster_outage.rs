@@ -1,0 +1,164 @@
+//! One shard of a Redis Cluster down, and no replica to take over: a
+//! partitioned queue's other partitions carry on. The consumer takes the
+//! dead shard's partitions out of its rounds once they fail for the retry
+//! window, probes them in the background, and takes them back when their
+//! shard answers again; nothing is lost.
+
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::time::Duration;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime};
+
+use tickwheel::redis::Queue;
+
+use crate::redis_cluster;
+use redis_cluster::RedisCluster;
+
+const MS: Duration = Duration::from_millis(1);
+const PARTITIONS: u16 = 8;
+const JOBS: usize = 400;
+
+/// The partition of job `id`: FNV-1a 64 of its bytes, modulo the count
+/// (the documented data format).
+fn partition_of(id: &str) -> u16 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (hash % u64::from(PARTITIONS)) as u16
+}
+
+#[test]
+fn a_dead_shard_holds_up_no_other_partition() {
+    let Some(mut cluster) = RedisCluster::start_or_skip() else {
+        return;
+    };
+    // The cluster serves the slots it can (Redis's default refuses every
+    // query while one slot is unserved), and partition 0's master has no
+    // replica that may take over.
+    for node in &cluster.nodes {
+        node.command(&["CONFIG", "SET", "cluster-require-full-coverage", "no"]);
+    }
+    let slot = |k| cluster.partition_slot("orders", k, PARTITIONS);
+    let victim = cluster.master_of(slot(0)).unwrap();
+    let replica = cluster.replica_of(victim);
+    cluster.nodes[replica].command(&["CONFIG", "SET", "cluster-replica-no-failover", "yes"]);
+    let dead: Vec<u16> = (0..PARTITIONS)
+        .filter(|&k| cluster.master_of(slot(k)) == Some(victim))
+        .collect();
+    assert!(dead.len() >= 2 && dead.len() <= 4, "{dead:?}");
+
+    let urls = cluster.urls();
+    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let queue = Queue::cluster_builder(&seeds, "orders")
+        .partitions(PARTITIONS)
+        .retry(Duration::from_secs(2), 500 * MS)
+        .connect()
+        .unwrap();
+    // Every job is scheduled before the shard dies: due 2 to 4 s from now.
+    let start = SystemTime::now() + Duration::from_secs(2);
+    let mut due = HashMap::new();
+    for i in 0..JOBS {
+        let id = format!("iso-{i}");
+        let at = start + Duration::from_secs(2).mul_f64(i as f64 / JOBS as f64);
+        queue.schedule(&id, at, b"").unwrap();
+        due.insert(id, at);
+    }
+    let delivered = Arc::new(Mutex::new(HashMap::<String, SystemTime>::new()));
+    let errors = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let consumer = {
+        let (consumer, delivered, errors, stop) = (
+            queue.consumer().unwrap(),
+            Arc::clone(&delivered),
+            Arc::clone(&errors),
+            Arc::clone(&stop),
+        );
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match consumer.fetch(50, 200 * MS) {
+                    Ok(jobs) => {
+                        let now = SystemTime::now();
+                        for job in jobs {
+                            assert!(
+                                delivered
+                                    .lock()
+                                    .unwrap()
+                                    .insert(job.id.clone(), now)
+                                    .is_none(),
+                                "{} twice",
+                                job.id
+                            );
+                            consumer.ack(&job).unwrap();
+                        }
+                    }
+                    Err(_) => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    cluster.nodes[victim].kill9();
+
+    // The healthy partitions' jobs come, none early, each within the
+    // retry window (2 s) of its due time, and a second for the machine: the
+    // rounds that still waited on the dead shard are the worst case.
+    let healthy: Vec<&String> = due
+        .keys()
+        .filter(|id| !dead.contains(&partition_of(id)))
+        .collect();
+    let give_up = Instant::now() + Duration::from_secs(20);
+    while !healthy
+        .iter()
+        .all(|id| delivered.lock().unwrap().contains_key(*id))
+    {
+        assert!(
+            Instant::now() < give_up,
+            "{} of {} healthy jobs came",
+            delivered.lock().unwrap().len(),
+            healthy.len()
+        );
+        std::thread::sleep(50 * MS);
+    }
+    let mut late: Vec<Duration> = {
+        let delivered = delivered.lock().unwrap();
+        healthy
+            .iter()
+            .map(|id| {
+                delivered[*id]
+                    .duration_since(due[*id])
+                    .expect("delivered early")
+            })
+            .collect()
+    };
+    late.sort();
+    let (p50, max) = (late[late.len() / 2], late[late.len() - 1]);
+    eprintln!(
+        "{} healthy jobs: lateness p50 {p50:?}, max {max:?}; {} fetch errors",
+        healthy.len(),
+        errors.load(Ordering::Relaxed)
+    );
+    assert!(max < Duration::from_secs(3), "max lateness {max:?}");
+    // The dead shard's jobs wait: none came while it was down.
+    assert_eq!(delivered.lock().unwrap().len(), healthy.len());
+
+    // The shard comes back: its partitions rejoin, and their jobs come.
+    cluster.nodes[victim].restart();
+    let give_up = Instant::now() + Duration::from_secs(30);
+    while delivered.lock().unwrap().len() < JOBS {
+        assert!(
+            Instant::now() < give_up,
+            "{} of {JOBS} jobs came after the shard returned",
+            delivered.lock().unwrap().len()
+        );
+        std::thread::sleep(50 * MS);
+    }
+    stop.store(true, Ordering::Relaxed);
+    consumer.join().unwrap();
+    assert_eq!(queue.len().unwrap(), (0, 0));
+}

@@ -1,0 +1,38 @@
+//! The Redis queue's tests, each on real `redis-server`s it starts itself
+//! (without one they say plainly that they did not run): the queue's calls,
+//! connecting, retries and fencing, faults with real SIGKILLs, Cluster
+//! partitions, replicas, job schedulers and the admin tool. One binary, so
+//! the suite builds and links once.
+
+extern crate alloc;
+
+mod admin_cli;
+mod async_api;
+mod basics;
+#[path = "../support/children.rs"]
+mod children;
+mod cluster;
+mod cluster_outage;
+mod cluster_processes;
+mod connect;
+mod faults;
+mod fencing;
+mod harness;
+mod listing;
+mod partitions;
+mod priority;
+#[path = "../support/queues.rs"]
+mod queues;
+#[path = "../support/redis_cluster.rs"]
+mod redis_cluster;
+#[path = "../support/redis_proxy.rs"]
+mod redis_proxy;
+#[path = "../support/redis_server.rs"]
+mod redis_server;
+mod replicas;
+mod retries;
+mod schedules;
+#[path = "../support/scratch.rs"]
+mod scratch;
+#[path = "../support/tls_certs.rs"]
+mod tls_certs;

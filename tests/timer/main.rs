@@ -1,0 +1,16 @@
+//! The std layer's tests: `Timer` and its handles, lifecycles and
+//! priorities, periodic jobs, slack windows, and the async sleeps under
+//! tokio and smol. One binary, so the suite builds and links once.
+
+extern crate alloc;
+
+mod periodic;
+mod slack;
+mod sleep;
+mod sleep_runtimes;
+mod timer;
+mod timer_lifecycle;
+mod timer_priority;
+#[path = "../support/timers.rs"]
+mod timers;
+mod usage;
