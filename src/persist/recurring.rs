@@ -271,12 +271,18 @@ where
             let filed = self.schedulers.file(&key, entry, || {
                 self.timer.schedule_at(deadline_of(now, wall, first), job)
             });
-            if filed.is_ok() {
-                recovery.schedules.push((f.key, wall_at(first)));
-            } else {
-                // A timer too small for its journal: the scheduler stays in
-                // the journal for an open that has room.
-                self.log.write_failed();
+            match filed {
+                Ok(_) => recovery.schedules.push((f.key, wall_at(first))),
+                // A timer too small for its journal (or stopping): the
+                // scheduler stays in the journal for an open that has room.
+                // Not a write error: nothing failed to reach the file.
+                Err(err) => event!(
+                    error,
+                    "a job scheduler could not be resumed: the timer refused its first run; the journal keeps it for the next open",
+                    journal = self.log.name(),
+                    key = f.key,
+                    reason = err.kind()
+                ),
             }
         }
     }
