@@ -15,6 +15,7 @@
 //! cargo bench --bench redis_queue            # BullMQ needs node; `npm ci` runs if needed
 //! cargo bench --bench redis_queue -- --quick # 10x smaller, for a smoke run
 //! cargo bench --bench redis_queue -- --no-bullmq # tickwheel and the poller only, for A/B runs
+//! cargo bench --bench redis_queue -- --io-thread # tickwheel's I/O on a thread of its own, not the runtime
 //! cargo bench --bench redis_queue -- --only-schedule-cancel 5 # 5 rounds of schedule + cancel, both taking turns
 //! cargo bench --bench redis_queue -- --only-slow 3 # 3 rounds of the 1 000/s lateness run, both taking turns
 //! cargo bench --bench redis_queue -- --only-priority 3 # 3 rounds of schedules without and with priorities
@@ -31,7 +32,9 @@
 //! flight; every consumer side runs in one process.
 //!
 //! - tickwheel: `redis::AsyncQueue` with default options, under a tokio
-//!   multi-thread runtime (200 tasks calling `schedule`); one
+//!   multi-thread runtime (200 tasks calling `schedule`), the queue's I/O
+//!   a task on that runtime (`QueueBuilder::runtime`, as a tokio service
+//!   would run it; `--io-thread`: a thread of its own); one
 //!   `AsyncConsumer` shared by 4 tasks, each `fetch(100, 200 ms)` then
 //!   `ack_all`.
 //! - The seeds' design (`peers/zset_poller.rs`) on redis-rs: one
@@ -86,6 +89,7 @@ use serde_json::Value;
 use stats::Usage;
 
 const TW: &str = "tickwheel `AsyncQueue`";
+const TW_THREAD: &str = "tickwheel `AsyncQueue`, I/O thread";
 const SEED: &str = "seeds' ZSET + 100 ms poller";
 
 struct Sizes {
@@ -230,7 +234,12 @@ fn main() {
 
     // ---- schedule rate and cancel ---------------------------------------
     flush(&server);
-    let tw = rt.block_on(tickwheel::schedule_and_cancel(&server, n, sizes.cancels));
+    let tw = rt.block_on(tickwheel::schedule_and_cancel(
+        &server,
+        n,
+        sizes.cancels,
+        tickwheel::Io::chosen(),
+    ));
     flush(&server);
     let seed = rt.block_on(poller::schedule_and_cancel(&server, n, sizes.cancels));
     flush(&server);
@@ -594,10 +603,22 @@ fn schedule_cancel_rounds(
     println!("|---:|---|---:|---:|---:|---:|---:|");
     for round in 1..=rounds {
         flush(server);
-        let tw = rt.block_on(tickwheel::schedule_and_cancel(server, n, c));
+        let tw = rt.block_on(tickwheel::schedule_and_cancel(
+            server,
+            n,
+            c,
+            tickwheel::Io::Runtime,
+        ));
         flush(server);
         let seed = rt.block_on(poller::schedule_and_cancel(server, n, c));
-        for (name, r) in [(TW, &tw), (SEED, &seed)] {
+        flush(server);
+        let thread = rt.block_on(tickwheel::schedule_and_cancel(
+            server,
+            n,
+            c,
+            tickwheel::Io::Thread,
+        ));
+        for (name, r) in [(TW, &tw), (SEED, &seed), (TW_THREAD, &thread)] {
             println!(
                 "| {round} | {name} | {:.0} | {:.1} / {:.1} µs | {:.1} µs | {:.0} | {:.1} / {:.1} µs |",
                 n as f64 / r.0.elapsed,
@@ -609,16 +630,18 @@ fn schedule_cancel_rounds(
                 r.3.process * 1e6 / c as f64
             );
         }
-        println!(
-            "| {round} | ratio | {:.2} | {:.2} / {:.2} | {:.2} | {:.2} | {:.2} / {:.2} |",
-            seed.0.elapsed / tw.0.elapsed,
-            tw.0.redis / seed.0.redis,
-            tw.0.process / seed.0.process,
-            tw.1 / seed.1,
-            tw.2 / seed.2,
-            tw.3.redis / seed.3.redis,
-            tw.3.process / seed.3.process
-        );
+        for (name, tw) in [("ratio", &tw), ("ratio, I/O thread", &thread)] {
+            println!(
+                "| {round} | {name} | {:.2} | {:.2} / {:.2} | {:.2} | {:.2} | {:.2} / {:.2} |",
+                seed.0.elapsed / tw.0.elapsed,
+                tw.0.redis / seed.0.redis,
+                tw.0.process / seed.0.process,
+                tw.1 / seed.1,
+                tw.2 / seed.2,
+                tw.3.redis / seed.3.redis,
+                tw.3.process / seed.3.process
+            );
+        }
     }
 }
 
@@ -627,15 +650,22 @@ fn schedule_cancel_rounds(
 fn round_trip_rounds(server: &RedisServer, rt: &tokio::runtime::Runtime, rounds: usize) {
     const CALLS: usize = 10_000;
     println!("\n### One call at a time, {CALLS} calls each, {rounds} rounds (µs per call)\n");
-    println!("| round | poller `PING` | poller 2 × `ZCARD` | tickwheel `len()` (2 × `ZCARD`) | poller cancel, unknown id | tickwheel cancel, unknown id |");
+    println!("| round | poller `PING` | poller 2 × `ZCARD` | tickwheel `len()` (2 × `ZCARD`): I/O on the runtime / thread | poller cancel, unknown id | tickwheel cancel, unknown id: runtime / thread |");
     println!("|---:|---:|---:|---:|---:|---:|");
     for round in 1..=rounds {
         flush(server);
         let (ping, zcards, p_cancel) = rt.block_on(poller::round_trips(server, CALLS));
         flush(server);
-        let (len, t_cancel) = rt.block_on(tickwheel::round_trips(server, CALLS));
+        let (len, t_cancel) = rt.block_on(tickwheel::round_trips(
+            server,
+            CALLS,
+            tickwheel::Io::Runtime,
+        ));
+        flush(server);
+        let (len_t, t_cancel_t) =
+            rt.block_on(tickwheel::round_trips(server, CALLS, tickwheel::Io::Thread));
         println!(
-            "| {round} | {ping:.1} | {zcards:.1} | {len:.1} | {p_cancel:.1} | {t_cancel:.1} |"
+            "| {round} | {ping:.1} | {zcards:.1} | {len:.1} / {len_t:.1} | {p_cancel:.1} | {t_cancel:.1} / {t_cancel_t:.1} |"
         );
     }
 }

@@ -1,5 +1,7 @@
 //! tickwheel's side: `redis::AsyncQueue` and `AsyncConsumer`, with the
-//! queue's default options, driven from the bench's tokio runtime.
+//! queue's default options, driven from the bench's tokio runtime, the
+//! queue's I/O a task on that runtime (or, with `--io-thread`, a thread of
+//! its own).
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -24,11 +26,41 @@ const NAME: &str = "bench";
 /// A consumer task's `fetch`: at most this many jobs (the default batch).
 const FETCH: usize = 100;
 
-/// Default options; `--wake-slack-ms N` on the command line sets the
-/// consumers' wake-up slack, to measure its trade (claims per job against
-/// lateness).
+/// Where the queue's I/O runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Io {
+    /// A task on the bench's runtime (`QueueBuilder::runtime`), as a tokio
+    /// service would run it: the default.
+    Runtime,
+    /// A thread of the queue's own (`--io-thread` makes it the default).
+    Thread,
+}
+
+impl Io {
+    /// The mode the sections use: `--io-thread` on the command line, or
+    /// the runtime's.
+    pub(crate) fn chosen() -> Io {
+        if std::env::args().any(|a| a == "--io-thread") {
+            Io::Thread
+        } else {
+            Io::Runtime
+        }
+    }
+}
+
+/// Default options, the I/O as `Io::chosen`.
 async fn connect(server: &RedisServer) -> AsyncQueue {
+    connect_with(server, Io::chosen()).await
+}
+
+/// Default options, the I/O as `io`; `--wake-slack-ms N` on the command
+/// line sets the consumers' wake-up slack, to measure its trade (claims per
+/// job against lateness).
+async fn connect_with(server: &RedisServer, io: Io) -> AsyncQueue {
     let mut builder = Queue::builder(&server.url(), NAME);
+    if io == Io::Runtime {
+        builder = builder.runtime(tokio::runtime::Handle::current());
+    }
     let args: Vec<String> = std::env::args().collect();
     if let Some(ms) = args
         .iter()
@@ -47,8 +79,9 @@ pub(crate) async fn schedule_and_cancel(
     server: &RedisServer,
     n: usize,
     cancels: usize,
+    io: Io,
 ) -> (Usage, f64, f64, Usage) {
-    let queue = connect(server).await;
+    let queue = connect_with(server, io).await;
     let before = blocking(|| Snapshot::take(server));
     let q = queue.clone();
     lanes(n, IN_FLIGHT, move |i| {
@@ -88,8 +121,8 @@ pub(crate) async fn schedule_and_cancel(
 /// pipeline of two `ZCARD`s, no script: the client's path alone), and a
 /// cancel of an id that was never scheduled (the cancel script with
 /// nothing to change).
-pub(crate) async fn round_trips(server: &RedisServer, n: usize) -> (f64, f64) {
-    let queue = connect(server).await;
+pub(crate) async fn round_trips(server: &RedisServer, n: usize, io: Io) -> (f64, f64) {
+    let queue = connect_with(server, io).await;
     let started = Instant::now();
     for _ in 0..n {
         queue.len().await.expect("len");

@@ -6,9 +6,9 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::consumer::ClaimLoop;
-use super::link::Shared;
 use super::ops;
 use super::outcome::{Acked, Delivery, Nacked};
+use super::shared::Shared;
 use super::QueueError;
 
 /// Takes due jobs as futures, under any executor: the waiting happens in

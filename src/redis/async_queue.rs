@@ -9,12 +9,12 @@ use std::time::SystemTime;
 
 use super::async_consumer::AsyncConsumer;
 use super::job_info::JobInfo;
-use super::link::Shared;
 use super::listing::{self, Cursor, Kind, Page};
 use super::ops::{self, When};
 use super::outcome::{Cancelled, DeadLetter, Scheduled};
 use super::pending::Pending;
 use super::queue::Queue;
+use super::shared::Shared;
 use super::{Metrics, QueueError};
 
 /// A [`Queue`] whose calls are futures. They need no particular runtime:

@@ -11,11 +11,12 @@ use tokio::sync::oneshot;
 use super::counters::bump;
 use super::keys::{Keys, Token};
 use super::lanes::{Batched, Call};
-use super::link::{Ctx, Request, Shared};
+use super::link::{Ctx, Request};
 use super::lua::{lua, Lua};
 use super::ops::{array, bytes, check_id, check_payload, int, keys_with, own, time_of, When};
 use super::outcome::{Acked, Cancelled, Delivery, Scheduled};
 use super::pending::Pending;
+use super::shared::Shared;
 use super::QueueError;
 use crate::event::event;
 

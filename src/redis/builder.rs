@@ -9,10 +9,11 @@ use core::time::Duration;
 
 use super::async_queue::AsyncQueue;
 use super::counters::Counters;
-use super::link::{Ctx, Shared};
+use super::link::Ctx;
 use super::options::Options;
 use super::queue::Queue;
 use super::server::{Reach, Target};
+use super::shared::Shared;
 use super::QueueError;
 use crate::persist::{MisfirePolicy, OnMissed};
 
@@ -38,6 +39,7 @@ pub struct QueueBuilder {
     name: String,
     options: Options,
     tls: Option<redis::TlsCertificates>,
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Queue {
@@ -101,6 +103,7 @@ impl QueueBuilder {
             name: name.to_string(),
             options: Options::default(),
             tls: None,
+            runtime: None,
         }
     }
 
@@ -368,6 +371,36 @@ impl QueueBuilder {
         self
     }
 
+    /// Runs the queue's I/O as a task on this multi-thread tokio runtime
+    /// instead of a thread of its own (the default, which works under any
+    /// executor or none).
+    ///
+    /// For a tokio service: a call made from that runtime and its answer
+    /// then cross no thread, which saves two wake-ups of a parked thread
+    /// per call (about 30 µs a call one at a time on a 2-core VM, and the
+    /// CPU they cost); the connection count is the same. The queue lives
+    /// as long as the runtime: once it shuts down, every call answers
+    /// [`QueueError::Unavailable`]. Dropping the last handle does not wait
+    /// for calls in flight; they finish on the runtime. Blocking calls
+    /// from its workers are allowed: the worker's other tasks move to
+    /// another thread while the call waits (`block_in_place`).
+    ///
+    /// [`connect`](Self::connect) refuses a current-thread runtime with
+    /// [`QueueError::Config`]: a blocking call on its only thread would
+    /// wait on itself.
+    ///
+    /// ```
+    /// let service = tokio::runtime::Runtime::new()?; // or `Handle::current()`
+    /// let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:6380", "orders")
+    ///     .runtime(service.handle().clone());
+    /// # drop(b);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn runtime(mut self, runtime: tokio::runtime::Handle) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+
     /// Checks the options, connects, and checks the server: that it
     /// answers, accepts the credentials, and does not evict keys.
     ///
@@ -422,6 +455,13 @@ impl QueueBuilder {
                 "a queue name must be non-empty, without braces",
             ));
         }
+        if let Some(runtime) = &self.runtime {
+            if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+                return Err(QueueError::Config(
+                    "the queue's runtime must be a multi-thread tokio runtime",
+                ));
+            }
+        }
         let target = self.target?;
         let identity: Arc<str> = Arc::from(format!("{}@{}", self.name, target.describe()));
         let (hints, _) = tokio::sync::broadcast::channel(256);
@@ -443,7 +483,7 @@ impl QueueBuilder {
             policy: std::sync::OnceLock::new(),
             trim_wake: std::sync::OnceLock::new(),
         };
-        let (shared, ready) = Shared::start(ctx)?;
+        let (shared, ready) = Shared::start(ctx, self.runtime)?;
         Ok((shared, ready))
     }
 }

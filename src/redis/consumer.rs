@@ -14,12 +14,13 @@ use tokio::sync::{mpsc, oneshot};
 use super::batched;
 use super::claimer::{self, Fetch, Fetched, ToClaimer};
 use super::hints;
-use super::link::{Request, Shared};
+use super::link::Request;
 use super::ops;
 use super::outcome::{Acked, Delivery, Nacked};
 use super::pending::Pending;
 use super::queue::wait_all;
 use super::scheduler;
+use super::shared::Shared;
 use super::QueueError;
 use crate::timer::{Inline, Timer};
 

@@ -11,6 +11,14 @@
 //! answer's channel is runtime-agnostic), and no user code ever runs on
 //! the I/O thread.
 //!
+//! With [`QueueBuilder::runtime`](super::QueueBuilder::runtime) the same
+//! I/O runs as a task on the caller's multi-thread tokio runtime instead:
+//! a call and its answer then cross no thread (a wake-up of a parked
+//! thread each way, about 30 µs a call on a small VM), and the queue stops
+//! with that runtime. A blocking call from one of its workers hands the
+//! worker's other tasks, the I/O among them, to another thread while it
+//! waits (`block_in_place`), so it cannot wait on itself.
+//!
 //! Calls of the three busy kinds (schedule, cancel, ack) share script calls
 //! in lanes (`lanes.rs`); other calls run as tasks of their own.
 //!
@@ -30,11 +38,10 @@ use alloc::vec::Vec;
 use core::future::Future;
 use core::pin::Pin;
 use core::time::Duration;
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 use redis::{Cmd, ErrorKind, RedisError, RedisResult, RetryMethod, Value};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinSet;
 
 use super::batched::{AckJob, CancelJob, ScheduleJob};
@@ -44,8 +51,7 @@ use super::lanes::{Call, LaneId, Lanes};
 use super::lua::Lua;
 use super::options::Options;
 use super::partitions::Partitions;
-use super::pending::{Pending, Reply};
-use super::server::{self, Conn, Reach};
+use super::server::{Conn, Reach};
 use super::QueueError;
 use crate::event::event;
 
@@ -237,7 +243,7 @@ impl Io {
 /// Whether an error may go away by itself: a lost or slow connection, a
 /// server loading or failing over, a cluster moving slots. A script error,
 /// a refused command or a missing permission is final.
-fn worth_retrying(err: &RedisError) -> bool {
+pub(super) fn worth_retrying(err: &RedisError) -> bool {
     if err.is_timeout()
         || err.is_io_error()
         || err.is_connection_dropped()
@@ -255,7 +261,7 @@ fn worth_retrying(err: &RedisError) -> bool {
 /// Whether an error says the credentials are wrong or missing: a refused
 /// password or user, or a TLS handshake that failed on a certificate
 /// (rustls says so in its message; redis-rs keeps the error as I/O).
-fn refused(err: &RedisError) -> bool {
+pub(super) fn refused(err: &RedisError) -> bool {
     const TLS: [&str; 4] = [
         "invalid peer certificate",
         "received fatal alert",
@@ -277,179 +283,8 @@ pub(super) fn jitter(base: Duration) -> Duration {
     base.mul_f64(factor)
 }
 
-/// The handles' side: the context, the way to the thread, and the thread.
-pub(super) struct Shared {
-    pub(super) ctx: Arc<Ctx>,
-    tx: Option<mpsc::UnboundedSender<Request>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Shared {
-    /// Starts the I/O thread; the answer says whether it connected.
-    pub(super) fn start(ctx: Ctx) -> Result<(Arc<Shared>, Pending<()>), QueueError> {
-        let ctx = Arc::new(ctx);
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (ready_tx, ready_rx) = oneshot::channel();
-        let thread_ctx = Arc::clone(&ctx);
-        let thread = std::thread::Builder::new()
-            .name(String::from("tickwheel-redis-io"))
-            .spawn(move || io_thread(thread_ctx, rx, ready_tx))
-            .map_err(|e| QueueError::Connect(alloc::format!("cannot start the I/O thread: {e}")))?;
-        let shared = Shared {
-            ctx,
-            tx: Some(tx),
-            thread: Some(thread),
-        };
-        Ok((Arc::new(shared), Pending::new(ready_rx)))
-    }
-
-    /// Hands `request` to the I/O thread.
-    pub(super) fn send(&self, request: Request) {
-        // The thread outlives every handle; if it died, the dropped reply
-        // tells the caller.
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(request);
-        }
-    }
-
-    /// A call whose answer comes back on a fresh channel.
-    pub(super) fn call<A>(&self, request: impl FnOnce(Reply<A>) -> Request) -> Pending<A> {
-        let (tx, rx) = oneshot::channel();
-        self.send(request(tx));
-        Pending::new(rx)
-    }
-
-    /// Runs `task` on the I/O thread; it answers on the reply.
-    pub(super) fn task<A, F, Fut>(&self, task: F) -> Pending<A>
-    where
-        A: Send + 'static,
-        F: FnOnce(Io, Reply<A>) -> Fut + Send + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        self.call(|reply| Request::Task(Box::new(move |io| Box::pin(task(io, reply)))))
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        // Closing the channel ends the serve loop; it finishes what is in
-        // flight (bounded by the I/O timeout) and the thread exits.
-        drop(self.tx.take());
-        if let Some(thread) = self.thread.take() {
-            if thread.thread().id() != std::thread::current().id() {
-                let _ = thread.join();
-            }
-        }
-    }
-}
-
-fn io_thread(ctx: Arc<Ctx>, rx: mpsc::UnboundedReceiver<Request>, ready: Reply<()>) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            let _ = ready.send(Err(QueueError::Connect(alloc::format!(
-                "cannot start a runtime: {e}"
-            ))));
-            return;
-        }
-    };
-    runtime.block_on(async move {
-        let conn = match connect(&ctx).await {
-            Ok(conn) => conn,
-            Err(e) => {
-                let _ = ready.send(Err(e));
-                return;
-            }
-        };
-        if let Err(e) = super::partitions::set_partitions(&ctx, &conn).await {
-            let _ = ready.send(Err(e));
-            return;
-        }
-        // Schedules that wait for replicas wait on a connection of their own.
-        let replicated = if ctx.options.replicas > 0 {
-            match connect(&ctx).await {
-                Ok(conn) => Some(conn),
-                Err(e) => {
-                    let _ = ready.send(Err(e));
-                    return;
-                }
-            }
-        } else {
-            None
-        };
-        if ready.send(Ok(())).is_err() {
-            return;
-        }
-        serve(
-            Io {
-                conn,
-                replicated,
-                ctx,
-            },
-            rx,
-        )
-        .await;
-    });
-}
-
-/// Dials the server within the retry window, and checks its eviction
-/// policy.
-async fn connect(ctx: &Ctx) -> Result<Conn, QueueError> {
-    let started = Instant::now();
-    let mut backoff = Duration::from_millis(10);
-    let mut conn = loop {
-        bump(&ctx.counters.dials, 1);
-        // A PING proves the credentials: without them the connection
-        // opens, and only the first command is refused.
-        let attempt = match ctx.reach.connect().await {
-            Ok(mut conn) => redis::cmd("PING")
-                .query_async::<()>(&mut conn)
-                .await
-                .map(|()| conn),
-            Err(e) => Err(e),
-        };
-        match attempt {
-            Ok(conn) => break conn,
-            Err(e) if refused(&e) || !worth_retrying(&e) => {
-                return Err(QueueError::Connect(e.to_string()));
-            }
-            Err(e) => {
-                bump(&ctx.counters.failures, 1);
-                if started.elapsed() >= ctx.options.retry_for {
-                    event!(
-                        error,
-                        "redis unreachable for the retry window",
-                        queue = ctx.identity,
-                        error = e
-                    );
-                    return Err(QueueError::Unavailable(e.to_string()));
-                }
-                event!(
-                    warn,
-                    "cannot reach redis; dialling again",
-                    queue = ctx.identity,
-                    error = e
-                );
-            }
-        }
-        tokio::time::sleep(jitter(backoff)).await;
-        backoff = (backoff * 2).min(Duration::from_millis(500));
-    };
-    let policy = server::eviction_policy(&mut conn).await;
-    if let Some(policy) = &policy {
-        if server::evicts_queue_keys(policy) && !ctx.options.allow_eviction {
-            return Err(QueueError::EvictingServer(policy.clone()));
-        }
-    }
-    let _ = ctx.policy.set(policy);
-    Ok(conn)
-}
-
 /// The serve loop: lanes for the batched kinds, tasks for the rest.
-async fn serve(io: Io, mut rx: mpsc::UnboundedReceiver<Request>) {
+pub(super) async fn serve(io: Io, mut rx: mpsc::UnboundedReceiver<Request>) {
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<LaneId>();
     let mut lanes = Lanes::new(io.ctx.parts().len());
     let mut tasks = JoinSet::new();

@@ -15,10 +15,10 @@ use core::ops::{Bound, RangeBounds};
 use core::str::FromStr;
 use std::time::SystemTime;
 
-use super::link::Shared;
 use super::lua::lua;
 use super::ops::{array, bytes, int, time_of, When};
 use super::pending::Pending;
+use super::shared::Shared;
 use super::{QueueError, MAX_PAGE};
 
 lua!(LIST, "list.lua");

@@ -129,6 +129,7 @@ mod round;
 mod scheduler;
 mod schedules;
 mod server;
+mod shared;
 
 pub use crate::schedule::{InvalidSchedule, Missed, Schedule};
 pub use async_consumer::AsyncConsumer;

@@ -14,11 +14,12 @@ use redis::{Cmd, Value};
 use super::counters::bump;
 use super::job_info::{JobInfo, JobState};
 use super::keys::{Keys, Token};
-use super::link::{Ctx, Io, Shared};
+use super::link::{Ctx, Io};
 use super::lua::{lua, Lua};
 use super::options::micros;
 use super::outcome::{DeadLetter, Delivery, Nacked};
 use super::pending::Pending;
+use super::shared::Shared;
 use super::{
     QueueError, MAX_DUE_MICROS, MAX_ID, MAX_LEASE, MAX_PAGE, MAX_PAYLOAD, MAX_RETRY_DELAY,
 };

@@ -23,9 +23,18 @@ impl<A> Pending<A> {
         Pending(rx)
     }
 
-    /// Blocks this thread until the answer comes.
+    /// Blocks this thread until the answer comes. On a worker of a
+    /// multi-thread tokio runtime the worker's other tasks move to another
+    /// thread meanwhile, since the answer may come from one of them (the
+    /// queue's I/O on that runtime).
     pub(super) fn wait(self) -> Result<A, QueueError> {
-        block_on(self)
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if multi_thread {
+            tokio::task::block_in_place(|| block_on(self))
+        } else {
+            block_on(self)
+        }
     }
 }
 
@@ -36,7 +45,7 @@ impl<A> Future for Pending<A> {
         Pin::new(&mut self.0).poll(cx).map(|answer| {
             answer.unwrap_or_else(|_| {
                 Err(QueueError::Unavailable(
-                    "the queue's I/O thread stopped".to_string(),
+                    "the queue's I/O stopped (its thread, or the runtime it ran on)".to_string(),
                 ))
             })
         })

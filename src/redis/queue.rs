@@ -11,11 +11,11 @@ use std::time::SystemTime;
 use super::async_queue::AsyncQueue;
 use super::consumer::Consumer;
 use super::job_info::JobInfo;
-use super::link::Shared;
 use super::listing::{self, Cursor, Kind, Page};
 use super::ops::{self, When};
 use super::outcome::{Cancelled, DeadLetter, Scheduled};
 use super::pending::Pending;
+use super::shared::Shared;
 use super::{Metrics, QueueError};
 
 /// A durable delayed-job queue on Redis: the producer's side, blocking.

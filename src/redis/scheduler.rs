@@ -57,11 +57,12 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::batched::{CancelJob, ScheduleJob};
 use super::lanes::run_direct;
-use super::link::{jitter, Ctx, Io, Shared};
+use super::link::{jitter, Ctx, Io};
 use super::lua::lua;
 use super::ops::{array, bytes, check_id};
 use super::pending::Pending;
 use super::schedules::{ScheduleInfo, Upserted};
+use super::shared::Shared;
 use super::QueueError;
 use crate::event::event;
 use crate::schedule::{Missed, Schedule};

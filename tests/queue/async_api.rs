@@ -1,7 +1,9 @@
 //! The async API under two runtimes, on a real `redis-server`: a thousand
 //! calls in flight from one thread share one connection and a few script
 //! calls, under tokio and under smol; and a blocking call made inside a
-//! runtime blocks, never panics.
+//! runtime blocks, never panics. With `QueueBuilder::runtime` the queue's
+//! I/O is a task on the caller's runtime: calls from its own worker answer,
+//! and the queue stops with it.
 
 use core::time::Duration;
 
@@ -176,3 +178,116 @@ fn a_blocking_call_inside_a_runtime_blocks_and_does_not_panic() {
     assert_eq!(blocking.len().unwrap(), (1, 0));
 }
 
+/// Runs `f` on a thread of its own and waits at most `limit` for it: a
+/// call that waits on itself fails the test instead of hanging it.
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("still waiting after {limit:?}: the call waits on itself"))
+}
+
+/// `QueueBuilder::runtime`: the queue's I/O is a task on the caller's
+/// runtime, here one with a single worker. Async calls, a consumer's fetch
+/// and ack, and blocking calls made from that very worker (which must hand
+/// the I/O to another thread while they wait, or wait forever) all answer.
+#[test]
+fn io_on_the_callers_runtime_serves_async_and_blocking_calls_from_its_worker() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let url = server.url();
+    let before = clients(&server);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = runtime.handle().clone();
+    within(Duration::from_secs(20), move || {
+        runtime.block_on(async move {
+            let queue = Queue::builder(&url, "orders")
+                .runtime(handle.clone())
+                .connect_async()
+                .await
+                .unwrap();
+            let s = queue
+                .schedule_in("a", Duration::from_millis(20), b"x")
+                .await;
+            assert!(matches!(s.unwrap(), Scheduled::Created { .. }));
+            let s = queue.schedule_in("b", Duration::from_secs(60), b"y").await;
+            assert!(matches!(s.unwrap(), Scheduled::Created { .. }));
+            assert_eq!(
+                queue.cancel("b").await.unwrap(),
+                Cancelled::Cancelled(b"y".to_vec())
+            );
+            let consumer = queue.consumer().unwrap();
+            let jobs = consumer.fetch(10, Duration::from_secs(5)).await.unwrap();
+            assert_eq!(jobs.len(), 1);
+            assert_eq!(consumer.ack(&jobs[0]).await.unwrap(), Acked::Acked);
+            // Blocking calls from the runtime's only worker, inside a task.
+            let blocking = queue.to_blocking();
+            let answer = handle
+                .spawn(async move {
+                    let len = blocking.len();
+                    let s = blocking.schedule_in("c", Duration::from_secs(60), b"z");
+                    (len, s)
+                })
+                .await
+                .unwrap();
+            assert_eq!(answer.0.unwrap(), (0, 0));
+            assert!(matches!(answer.1.unwrap(), Scheduled::Created { .. }));
+            assert_eq!(queue.len().await.unwrap(), (1, 0));
+            assert_eq!((queue.metrics().scheduled, queue.metrics().acked), (3, 1));
+            // The same connections as a queue on a thread of its own: one
+            // for calls, one for hints, one for the consumer's waits.
+            let now = clients(&server);
+            assert!(now <= before + 3, "{now} clients, {before} before");
+        })
+    });
+}
+
+/// A current-thread runtime is refused: a blocking call on its only
+/// thread would wait on the I/O it drives.
+#[test]
+fn a_current_thread_runtime_is_refused() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let err = Queue::builder("redis://127.0.0.1:1", "orders")
+        .runtime(runtime.handle().clone())
+        .connect()
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("multi-thread tokio runtime"),
+        "{err}"
+    );
+}
+
+/// A queue whose I/O runs on a runtime stops with it: every later call
+/// answers an error at once, blocking or async, and nothing hangs.
+#[test]
+fn a_queue_stops_with_its_runtime() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    // A blocking connect from a plain thread.
+    let queue = Queue::builder(&server.url(), "orders")
+        .runtime(runtime.handle().clone())
+        .connect()
+        .unwrap();
+    queue
+        .schedule_in("a", Duration::from_secs(60), b"")
+        .unwrap();
+    drop(runtime);
+    let err = within(Duration::from_secs(10), move || queue.len()).unwrap_err();
+    assert!(err.to_string().contains("I/O stopped"), "{err}");
+}

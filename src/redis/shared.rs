@@ -1,0 +1,211 @@
+//! [`Shared`]: what every handle of a queue holds, and the start of its
+//! I/O (a thread of its own, or a task on the caller's runtime; see
+//! `link.rs`): dialling the server, checking it, then serving.
+
+use alloc::boxed::Box;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use core::future::Future;
+use core::time::Duration;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::counters::bump;
+use super::link::{jitter, refused, serve, worth_retrying, Ctx, Io, Request};
+use super::pending::{Pending, Reply};
+use super::server::{self, Conn};
+use super::QueueError;
+use crate::event::event;
+
+/// The handles' side: the context, the way to the I/O, and its thread
+/// (none when the I/O is a task on the caller's runtime).
+pub(super) struct Shared {
+    pub(super) ctx: Arc<Ctx>,
+    tx: Option<mpsc::UnboundedSender<Request>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Shared {
+    /// Starts the I/O, on a thread of its own or as a task on `runtime`;
+    /// the answer says whether it connected.
+    pub(super) fn start(
+        ctx: Ctx,
+        runtime: Option<tokio::runtime::Handle>,
+    ) -> Result<(Arc<Shared>, Pending<()>), QueueError> {
+        let ctx = Arc::new(ctx);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let io_ctx = Arc::clone(&ctx);
+        let thread = match runtime {
+            Some(runtime) => {
+                // The task ends when every handle is gone, or with the
+                // runtime; nothing waits for it.
+                drop(runtime.spawn(run_io(io_ctx, rx, ready_tx)));
+                None
+            }
+            None => Some(
+                std::thread::Builder::new()
+                    .name(String::from("tickwheel-redis-io"))
+                    .spawn(move || io_thread(io_ctx, rx, ready_tx))
+                    .map_err(|e| {
+                        QueueError::Connect(alloc::format!("cannot start the I/O thread: {e}"))
+                    })?,
+            ),
+        };
+        let shared = Shared {
+            ctx,
+            tx: Some(tx),
+            thread,
+        };
+        Ok((Arc::new(shared), Pending::new(ready_rx)))
+    }
+
+    /// Hands `request` to the I/O thread.
+    pub(super) fn send(&self, request: Request) {
+        // The thread outlives every handle; if it died, the dropped reply
+        // tells the caller.
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(request);
+        }
+    }
+
+    /// A call whose answer comes back on a fresh channel.
+    pub(super) fn call<A>(&self, request: impl FnOnce(Reply<A>) -> Request) -> Pending<A> {
+        let (tx, rx) = oneshot::channel();
+        self.send(request(tx));
+        Pending::new(rx)
+    }
+
+    /// Runs `task` on the I/O thread; it answers on the reply.
+    pub(super) fn task<A, F, Fut>(&self, task: F) -> Pending<A>
+    where
+        A: Send + 'static,
+        F: FnOnce(Io, Reply<A>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.call(|reply| Request::Task(Box::new(move |io| Box::pin(task(io, reply)))))
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Closing the channel ends the serve loop; it finishes what is in
+        // flight (bounded by the I/O timeout) and the thread exits.
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take() {
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+fn io_thread(ctx: Arc<Ctx>, rx: mpsc::UnboundedReceiver<Request>, ready: Reply<()>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let _ = ready.send(Err(QueueError::Connect(alloc::format!(
+                "cannot start a runtime: {e}"
+            ))));
+            return;
+        }
+    };
+    runtime.block_on(run_io(ctx, rx, ready));
+}
+
+/// Connects, answers `ready`, and serves until every handle is gone.
+async fn run_io(ctx: Arc<Ctx>, rx: mpsc::UnboundedReceiver<Request>, ready: Reply<()>) {
+    let conn = match connect(&ctx).await {
+        Ok(conn) => conn,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    if let Err(e) = super::partitions::set_partitions(&ctx, &conn).await {
+        let _ = ready.send(Err(e));
+        return;
+    }
+    // Schedules that wait for replicas wait on a connection of their own.
+    let replicated = if ctx.options.replicas > 0 {
+        match connect(&ctx).await {
+            Ok(conn) => Some(conn),
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    if ready.send(Ok(())).is_err() {
+        return;
+    }
+    serve(
+        Io {
+            conn,
+            replicated,
+            ctx,
+        },
+        rx,
+    )
+    .await;
+}
+
+/// Dials the server within the retry window, and checks its eviction
+/// policy.
+async fn connect(ctx: &Ctx) -> Result<Conn, QueueError> {
+    let started = Instant::now();
+    let mut backoff = Duration::from_millis(10);
+    let mut conn = loop {
+        bump(&ctx.counters.dials, 1);
+        // A PING proves the credentials: without them the connection
+        // opens, and only the first command is refused.
+        let attempt = match ctx.reach.connect().await {
+            Ok(mut conn) => redis::cmd("PING")
+                .query_async::<()>(&mut conn)
+                .await
+                .map(|()| conn),
+            Err(e) => Err(e),
+        };
+        match attempt {
+            Ok(conn) => break conn,
+            Err(e) if refused(&e) || !worth_retrying(&e) => {
+                return Err(QueueError::Connect(e.to_string()));
+            }
+            Err(e) => {
+                bump(&ctx.counters.failures, 1);
+                if started.elapsed() >= ctx.options.retry_for {
+                    event!(
+                        error,
+                        "redis unreachable for the retry window",
+                        queue = ctx.identity,
+                        error = e
+                    );
+                    return Err(QueueError::Unavailable(e.to_string()));
+                }
+                event!(
+                    warn,
+                    "cannot reach redis; dialling again",
+                    queue = ctx.identity,
+                    error = e
+                );
+            }
+        }
+        tokio::time::sleep(jitter(backoff)).await;
+        backoff = (backoff * 2).min(Duration::from_millis(500));
+    };
+    let policy = server::eviction_policy(&mut conn).await;
+    if let Some(policy) = &policy {
+        if server::evicts_queue_keys(policy) && !ctx.options.allow_eviction {
+            return Err(QueueError::EvictingServer(policy.clone()));
+        }
+    }
+    let _ = ctx.policy.set(policy);
+    Ok(conn)
+}
