@@ -22,6 +22,17 @@ pub(crate) const PAYLOAD: &[u8] = b"order";
 
 /// Runs `call(i)` for every `i` in `0..n`, with `in_flight` calls at a
 /// time: that many tasks, each taking the next index when its call ends.
+/// Runs `body` as a task of the bench's runtime, as a service runs a
+/// request's handler, and waits for it: the calls one at a time start on a
+/// worker thread, where a runtime's own I/O answers without a hand-off.
+pub(crate) async fn in_task<F, T>(body: F) -> T
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::spawn(body).await.expect("the task panicked")
+}
+
 pub(crate) async fn lanes<F, Fut>(n: usize, in_flight: usize, call: F)
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,

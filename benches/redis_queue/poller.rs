@@ -14,8 +14,8 @@ use redis::aio::MultiplexedConnection;
 use tokio::task::JoinSet;
 
 use crate::common::{
-    blocking, lanes, micros, until_delivered, victims, Plan, Run, Tally, CONSUMERS, IN_FLIGHT,
-    PAYLOAD,
+    blocking, in_task, lanes, micros, until_delivered, victims, Plan, Run, Tally, CONSUMERS,
+    IN_FLIGHT, PAYLOAD,
 };
 use crate::redis_server::RedisServer;
 use crate::stats::{command_counts, reset_counts, Snapshot, Usage};
@@ -30,7 +30,7 @@ pub(crate) async fn schedule_and_cancel(
     n: usize,
     cancels: usize,
 ) -> (Usage, f64, f64, Usage) {
-    let mut conn = zset_poller::connect(&server.url()).await;
+    let conn = zset_poller::connect(&server.url()).await;
     let due = micros(SystemTime::now() + Duration::from_secs(3600));
     let before = blocking(|| Snapshot::take(server));
     let c = conn.clone();
@@ -41,11 +41,16 @@ pub(crate) async fn schedule_and_cancel(
     .await;
     let usage = blocking(|| before.usage(server));
 
-    let started = Instant::now();
-    for i in victims(n, cancels, 0) {
-        assert!(zset_poller::cancel(&mut conn, &format!("j{i}")).await);
-    }
-    let one = started.elapsed().as_secs_f64() * 1e6 / cancels as f64;
+    let ids = victims(n, cancels, 0);
+    let mut c = conn.clone();
+    let one = in_task(async move {
+        let started = Instant::now();
+        for i in ids {
+            assert!(zset_poller::cancel(&mut c, &format!("j{i}")).await);
+        }
+        started.elapsed().as_secs_f64() * 1e6 / cancels as f64
+    })
+    .await;
     let others = Arc::new(victims(n, cancels, (n / cancels / 2).max(1)));
     let before = blocking(|| Snapshot::take(server));
     let started = Instant::now();
@@ -64,33 +69,36 @@ pub(crate) async fn schedule_and_cancel(
 /// tickwheel's `len()` sends), and a cancel of an id never scheduled.
 pub(crate) async fn round_trips(server: &RedisServer, n: usize) -> (f64, f64, f64) {
     let mut conn = zset_poller::connect(&server.url()).await;
-    let started = Instant::now();
-    for _ in 0..n {
-        let _: String = redis::cmd("PING")
-            .query_async(&mut conn)
-            .await
-            .expect("ping");
-    }
-    let ping = started.elapsed().as_secs_f64() * 1e6 / n as f64;
-    let started = Instant::now();
-    for _ in 0..n {
-        let _: (u64, u64) = redis::pipe()
-            .zcard("a")
-            .zcard("b")
-            .query_async(&mut conn)
-            .await
-            .expect("zcard");
-    }
-    let zcards = started.elapsed().as_secs_f64() * 1e6 / n as f64;
-    let started = Instant::now();
-    for i in 0..n {
-        assert!(!zset_poller::cancel(&mut conn, &format!("none{i}")).await);
-    }
-    (
-        ping,
-        zcards,
-        started.elapsed().as_secs_f64() * 1e6 / n as f64,
-    )
+    in_task(async move {
+        let started = Instant::now();
+        for _ in 0..n {
+            let _: String = redis::cmd("PING")
+                .query_async(&mut conn)
+                .await
+                .expect("ping");
+        }
+        let ping = started.elapsed().as_secs_f64() * 1e6 / n as f64;
+        let started = Instant::now();
+        for _ in 0..n {
+            let _: (u64, u64) = redis::pipe()
+                .zcard("a")
+                .zcard("b")
+                .query_async(&mut conn)
+                .await
+                .expect("zcard");
+        }
+        let zcards = started.elapsed().as_secs_f64() * 1e6 / n as f64;
+        let started = Instant::now();
+        for i in 0..n {
+            assert!(!zset_poller::cancel(&mut conn, &format!("none{i}")).await);
+        }
+        (
+            ping,
+            zcards,
+            started.elapsed().as_secs_f64() * 1e6 / n as f64,
+        )
+    })
+    .await
 }
 
 /// The mover and `CONSUMERS` consumer tasks, each on its own `BRPOP`

@@ -16,8 +16,8 @@ use tickwheel::redis::{
 use tokio::task::JoinSet;
 
 use crate::common::{
-    blocking, lanes, micros, until_delivered, victims, Plan, Run, Tally, CONSUMERS, IN_FLIGHT,
-    PAYLOAD,
+    blocking, in_task, lanes, micros, until_delivered, victims, Plan, Run, Tally, CONSUMERS,
+    IN_FLIGHT, PAYLOAD,
 };
 use crate::redis_server::RedisServer;
 use crate::stats::{command_counts, reset_counts, Snapshot, Usage};
@@ -95,12 +95,17 @@ pub(crate) async fn schedule_and_cancel(
     .await;
     let usage = blocking(|| before.usage(server));
 
-    let started = Instant::now();
-    for i in victims(n, cancels, 0) {
-        let c = queue.cancel(&format!("j{i}")).await.expect("cancel");
-        assert!(matches!(c, Cancelled::Cancelled(_)));
-    }
-    let one = started.elapsed().as_secs_f64() * 1e6 / cancels as f64;
+    let ids = victims(n, cancels, 0);
+    let q = queue.clone();
+    let one = in_task(async move {
+        let started = Instant::now();
+        for i in ids {
+            let c = q.cancel(&format!("j{i}")).await.expect("cancel");
+            assert!(matches!(c, Cancelled::Cancelled(_)));
+        }
+        started.elapsed().as_secs_f64() * 1e6 / cancels as f64
+    })
+    .await;
     let others = Arc::new(victims(n, cancels, (n / cancels / 2).max(1)));
     let before = blocking(|| Snapshot::take(server));
     let started = Instant::now();
@@ -123,17 +128,20 @@ pub(crate) async fn schedule_and_cancel(
 /// nothing to change).
 pub(crate) async fn round_trips(server: &RedisServer, n: usize, io: Io) -> (f64, f64) {
     let queue = connect_with(server, io).await;
-    let started = Instant::now();
-    for _ in 0..n {
-        queue.len().await.expect("len");
-    }
-    let len = started.elapsed().as_secs_f64() * 1e6 / n as f64;
-    let started = Instant::now();
-    for i in 0..n {
-        let c = queue.cancel(&format!("none{i}")).await.expect("cancel");
-        assert_eq!(c, Cancelled::Unknown);
-    }
-    (len, started.elapsed().as_secs_f64() * 1e6 / n as f64)
+    in_task(async move {
+        let started = Instant::now();
+        for _ in 0..n {
+            queue.len().await.expect("len");
+        }
+        let len = started.elapsed().as_secs_f64() * 1e6 / n as f64;
+        let started = Instant::now();
+        for i in 0..n {
+            let c = queue.cancel(&format!("none{i}")).await.expect("cancel");
+            assert_eq!(c, Cancelled::Unknown);
+        }
+        (len, started.elapsed().as_secs_f64() * 1e6 / n as f64)
+    })
+    .await
 }
 
 /// Schedules `n` jobs all due at one instant an hour ahead, `IN_FLIGHT`
