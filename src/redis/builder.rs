@@ -375,10 +375,12 @@ impl QueueBuilder {
     /// instead of a thread of its own (the default, which works under any
     /// executor or none).
     ///
-    /// For a tokio service: a call made from that runtime and its answer
-    /// then cross no thread, which saves two wake-ups of a parked thread
-    /// per call (about 30 µs a call one at a time on a 2-core VM, and the
-    /// CPU they cost); the connection count is the same. The queue lives
+    /// For a tokio service: a call made from that runtime's tasks and its
+    /// answer then cross no thread, which saves two wake-ups of a parked
+    /// thread per call (20–50 µs a call one at a time on a 2-core VM, and
+    /// the CPU they cost); the connection count is the same. A call from
+    /// outside the runtime's workers (its `block_on`, another thread) gains
+    /// nothing. The queue lives
     /// as long as the runtime: once it shuts down, every call answers
     /// [`QueueError::Unavailable`]. Dropping the last handle does not wait
     /// for calls in flight; they finish on the runtime. Blocking calls

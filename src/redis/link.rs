@@ -13,9 +13,9 @@
 //!
 //! With [`QueueBuilder::runtime`](super::QueueBuilder::runtime) the same
 //! I/O runs as a task on the caller's multi-thread tokio runtime instead:
-//! a call and its answer then cross no thread (a wake-up of a parked
-//! thread each way, about 30 µs a call on a small VM), and the queue stops
-//! with that runtime. A blocking call from one of its workers hands the
+//! a call from its tasks and the answer then cross no thread (a wake-up of
+//! a parked thread each way, 20–50 µs a call on a small VM), and the queue
+//! stops with that runtime. A blocking call from one of its workers hands the
 //! worker's other tasks, the I/O among them, to another thread while it
 //! waits (`block_in_place`), so it cannot wait on itself.
 //!
