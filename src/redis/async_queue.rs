@@ -20,7 +20,10 @@ use super::{Metrics, QueueError};
 /// A [`Queue`] whose calls are futures. They need no particular runtime:
 /// the queue's own I/O thread talks to Redis, and the answer comes back on
 /// a channel any executor can poll (tokio, smol, `futures::executor`), so
-/// a thousand calls in flight cost no threads and share one connection.
+/// a thousand calls in flight cost no threads and share one connection. A
+/// tokio service can run that I/O on its own runtime instead
+/// ([`QueueBuilder::runtime`](super::QueueBuilder::runtime)), so that a
+/// call from its tasks crosses no thread.
 /// Cloning is cheap. A call is sent when first polled; dropping its future
 /// before the answer leaves the call to finish, as a lost reply would.
 ///

@@ -45,7 +45,9 @@
 //!
 //! # Connections and threads
 //!
-//! Each `connect` starts one I/O thread and one multiplexed connection
+//! Each `connect` starts one I/O thread (or, with
+//! [`QueueBuilder::runtime`], one task on the caller's tokio runtime) and
+//! one multiplexed connection
 //! (with a cluster, one per node it talks to); every clone, consumer and
 //! async handle of that queue shares them, so a thousand concurrent
 //! callers cost no thread and no connection of their own. Concurrent

@@ -19,7 +19,8 @@ use super::shared::Shared;
 use super::{Metrics, QueueError};
 
 /// A durable delayed-job queue on Redis: the producer's side, blocking.
-/// Cloning it is cheap: clones share one I/O thread and one multiplexed
+/// Cloning it is cheap: clones share one I/O thread (or task:
+/// [`QueueBuilder::runtime`](super::QueueBuilder::runtime)) and one multiplexed
 /// connection, so any number of threads may call it at once (their calls
 /// share script calls under load). [`to_async`](Self::to_async) gives the
 /// same queue as futures. See the [module docs](super) for the guarantees.
