@@ -389,7 +389,9 @@ impl QueueBuilder {
     ///
     /// [`connect`](Self::connect) refuses a current-thread runtime with
     /// [`QueueError::Config`]: a blocking call on its only thread would
-    /// wait on itself.
+    /// wait on itself. The runtime needs its I/O and time drivers
+    /// (`enable_all`, as `#[tokio::main]` builds it); without them the
+    /// connect fails with [`QueueError::Unavailable`].
     ///
     /// ```
     /// let service = tokio::runtime::Runtime::new()?; // or `Handle::current()`
@@ -457,12 +459,10 @@ impl QueueBuilder {
                 "a queue name must be non-empty, without braces",
             ));
         }
-        if let Some(runtime) = &self.runtime {
-            if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-                return Err(QueueError::Config(
-                    "the queue's runtime must be a multi-thread tokio runtime",
-                ));
-            }
+        let flavor = self.runtime.as_ref().map(|r| r.runtime_flavor());
+        if flavor.is_some_and(|f| f != tokio::runtime::RuntimeFlavor::MultiThread) {
+            let why = "the queue's runtime must be a multi-thread tokio runtime";
+            return Err(QueueError::Config(why));
         }
         let target = self.target?;
         let identity: Arc<str> = Arc::from(format!("{}@{}", self.name, target.describe()));

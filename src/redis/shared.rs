@@ -62,10 +62,10 @@ impl Shared {
         Ok((Arc::new(shared), Pending::new(ready_rx)))
     }
 
-    /// Hands `request` to the I/O thread.
+    /// Hands `request` to the I/O.
     pub(super) fn send(&self, request: Request) {
-        // The thread outlives every handle; if it died, the dropped reply
-        // tells the caller.
+        // The I/O outlives every handle, unless its runtime shut down or it
+        // panicked; then the dropped reply tells the caller.
         if let Some(tx) = &self.tx {
             let _ = tx.send(request);
         }
@@ -78,7 +78,7 @@ impl Shared {
         Pending::new(rx)
     }
 
-    /// Runs `task` on the I/O thread; it answers on the reply.
+    /// Runs `task` on the I/O; it answers on the reply.
     pub(super) fn task<A, F, Fut>(&self, task: F) -> Pending<A>
     where
         A: Send + 'static,

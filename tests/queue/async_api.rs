@@ -291,3 +291,21 @@ fn a_queue_stops_with_its_runtime() {
     let err = within(Duration::from_secs(10), move || queue.len()).unwrap_err();
     assert!(err.to_string().contains("I/O stopped"), "{err}");
 }
+
+/// A runtime built without its I/O and time drivers cannot run the queue:
+/// the connect answers an error, it does not hang or panic the caller.
+#[test]
+fn a_runtime_without_drivers_fails_the_connect() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .unwrap();
+    let handle = runtime.handle().clone();
+    let err = within(Duration::from_secs(10), move || {
+        Queue::builder("redis://127.0.0.1:1", "orders")
+            .runtime(handle)
+            .connect()
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("I/O stopped"), "{err}");
+}

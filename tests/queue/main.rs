@@ -13,7 +13,6 @@ mod basics;
 mod children;
 mod cluster;
 mod cluster_outage;
-mod cluster_processes;
 mod connect;
 mod faults;
 mod fencing;
