@@ -380,12 +380,12 @@ impl QueueBuilder {
     /// thread per call (20–50 µs a call one at a time on a 2-core VM, and
     /// the CPU they cost); the connection count is the same. A call from
     /// outside the runtime's workers (its `block_on`, another thread) gains
-    /// nothing. The queue lives
-    /// as long as the runtime: once it shuts down, every call answers
-    /// [`QueueError::Unavailable`]. Dropping the last handle does not wait
-    /// for calls in flight; they finish on the runtime. Blocking calls
-    /// from its workers are allowed: the worker's other tasks move to
-    /// another thread while the call waits (`block_in_place`).
+    /// nothing. The queue lives as long as the runtime: once it shuts down,
+    /// every call answers [`QueueError::Unavailable`]. Dropping the last
+    /// handle does not wait for calls in flight; they finish on the
+    /// runtime. Blocking calls from its workers are allowed: the worker's
+    /// other tasks (the I/O among them) move to another thread while the
+    /// call waits (`block_in_place`).
     ///
     /// [`connect`](Self::connect) refuses a current-thread runtime with
     /// [`QueueError::Config`]: a blocking call on its only thread would

@@ -12,12 +12,9 @@
 //! the I/O thread.
 //!
 //! With [`QueueBuilder::runtime`](super::QueueBuilder::runtime) the same
-//! I/O runs as a task on the caller's multi-thread tokio runtime instead:
-//! a call from its tasks and the answer then cross no thread (a wake-up of
-//! a parked thread each way, 20–50 µs a call on a small VM), and the queue
-//! stops with that runtime. A blocking call from one of its workers hands the
-//! worker's other tasks, the I/O among them, to another thread while it
-//! waits (`block_in_place`), so it cannot wait on itself.
+//! I/O is a task on the caller's runtime instead (the trade and the rules
+//! that keep it from hanging are in that method's docs; `shared.rs` starts
+//! either).
 //!
 //! Calls of the three busy kinds (schedule, cancel, ack) share script calls
 //! in lanes (`lanes.rs`); other calls run as tasks of their own.
