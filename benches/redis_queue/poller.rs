@@ -29,7 +29,7 @@ pub(crate) async fn schedule_and_cancel(
     server: &RedisServer,
     n: usize,
     cancels: usize,
-) -> (Usage, f64, f64, Usage) {
+) -> (Usage, f64, f64, Usage, Usage) {
     let conn = zset_poller::connect(&server.url()).await;
     let due = micros(SystemTime::now() + Duration::from_secs(3600));
     let before = blocking(|| Snapshot::take(server));
@@ -41,6 +41,7 @@ pub(crate) async fn schedule_and_cancel(
     .await;
     let usage = blocking(|| before.usage(server));
 
+    let before_one = blocking(|| Snapshot::take(server));
     let ids = victims(n, cancels, 0);
     let mut c = conn.clone();
     let one = in_task(async move {
@@ -51,6 +52,7 @@ pub(crate) async fn schedule_and_cancel(
         started.elapsed().as_secs_f64() * 1e6 / cancels as f64
     })
     .await;
+    let one_usage = blocking(|| before_one.usage(server));
     let others = Arc::new(victims(n, cancels, (n / cancels / 2).max(1)));
     let before = blocking(|| Snapshot::take(server));
     let started = Instant::now();
@@ -61,7 +63,13 @@ pub(crate) async fn schedule_and_cancel(
     })
     .await;
     let parallel = cancels as f64 / started.elapsed().as_secs_f64();
-    (usage, one, parallel, blocking(|| before.usage(server)))
+    (
+        usage,
+        one,
+        parallel,
+        blocking(|| before.usage(server)),
+        one_usage,
+    )
 }
 
 /// One call at a time on the poller's multiplexed connection, `n` times

@@ -74,13 +74,15 @@ async fn connect_with(server: &RedisServer, io: Io) -> AsyncQueue {
 
 /// Schedules `n` jobs due in 1 h, `IN_FLIGHT` calls at a time; then
 /// cancels `cancels` of them one at a time (µs per cancel) and `cancels`
-/// others with `IN_FLIGHT` in flight (cancels a second).
+/// others with `IN_FLIGHT` in flight (cancels a second). Answers the
+/// schedules' usage, µs per cancel one at a time, cancels a second in
+/// flight, their usage, and the usage of the cancels one at a time.
 pub(crate) async fn schedule_and_cancel(
     server: &RedisServer,
     n: usize,
     cancels: usize,
     io: Io,
-) -> (Usage, f64, f64, Usage) {
+) -> (Usage, f64, f64, Usage, Usage) {
     let queue = connect_with(server, io).await;
     let before = blocking(|| Snapshot::take(server));
     let q = queue.clone();
@@ -95,6 +97,7 @@ pub(crate) async fn schedule_and_cancel(
     .await;
     let usage = blocking(|| before.usage(server));
 
+    let before_one = blocking(|| Snapshot::take(server));
     let ids = victims(n, cancels, 0);
     let q = queue.clone();
     let one = in_task(async move {
@@ -106,6 +109,7 @@ pub(crate) async fn schedule_and_cancel(
         started.elapsed().as_secs_f64() * 1e6 / cancels as f64
     })
     .await;
+    let one_usage = blocking(|| before_one.usage(server));
     let others = Arc::new(victims(n, cancels, (n / cancels / 2).max(1)));
     let before = blocking(|| Snapshot::take(server));
     let started = Instant::now();
@@ -119,7 +123,13 @@ pub(crate) async fn schedule_and_cancel(
     })
     .await;
     let parallel = cancels as f64 / started.elapsed().as_secs_f64();
-    (usage, one, parallel, blocking(|| before.usage(server)))
+    (
+        usage,
+        one,
+        parallel,
+        blocking(|| before.usage(server)),
+        one_usage,
+    )
 }
 
 /// One call at a time, `n` times each, in µs per call: `len()` (a

@@ -108,7 +108,7 @@ impl AsyncConsumer {
     /// # }
     /// ```
     pub async fn ack(&self, job: &Delivery) -> Result<Acked, QueueError> {
-        ops::ack(&self.claims.shared, job)?.await
+        ops::ack_async(&self.claims.shared, job).await
     }
 
     /// [`Consumer::ack_all`](super::Consumer::ack_all), as a future.

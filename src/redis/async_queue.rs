@@ -79,7 +79,7 @@ impl AsyncQueue {
         due: SystemTime,
         payload: &[u8],
     ) -> Result<Scheduled, QueueError> {
-        ops::schedule(&self.shared, id, When::at(due)?, payload)?.await
+        ops::schedule_async(&self.shared, id, When::at(due)?, payload).await
     }
 
     /// [`Queue::schedule_in`], as a future.
@@ -100,7 +100,7 @@ impl AsyncQueue {
         delay: Duration,
         payload: &[u8],
     ) -> Result<Scheduled, QueueError> {
-        ops::schedule(&self.shared, id, When::after(delay)?, payload)?.await
+        ops::schedule_async(&self.shared, id, When::after(delay)?, payload).await
     }
 
     /// [`Queue::schedule_many`], as a future.
@@ -141,7 +141,7 @@ impl AsyncQueue {
     /// # }
     /// ```
     pub async fn cancel(&self, id: &str) -> Result<Cancelled, QueueError> {
-        ops::cancel(&self.shared, id)?.await
+        ops::cancel_async(&self.shared, id).await
     }
 
     /// [`Queue::reschedule_in`], as a future.

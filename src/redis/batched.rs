@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 use super::counters::bump;
 use super::keys::{Keys, Token};
-use super::lanes::{Batched, Call};
+use super::lanes::{Batched, Call, Kind, Lane, Lanes};
 use super::link::{Ctx, Request};
 use super::lua::{lua, Lua};
 use super::ops::{array, bytes, check_id, check_payload, int, keys_with, own, time_of, When};
@@ -51,6 +51,7 @@ impl ScheduleJob {
 
 impl Batched for ScheduleJob {
     type Answer = Scheduled;
+    const KIND: Kind = Kind::Schedule;
     const REPLICATED: bool = true;
 
     fn lua() -> &'static Lua {
@@ -120,6 +121,14 @@ impl Batched for ScheduleJob {
         }
         Ok(out)
     }
+
+    fn lanes(lanes: &mut Lanes) -> &mut [Lane<Self>] {
+        &mut lanes.schedule
+    }
+
+    fn request(call: Call<Self>) -> Request {
+        Request::Schedule(alloc::vec![call])
+    }
 }
 
 pub(super) fn schedule(
@@ -161,6 +170,26 @@ pub(super) fn schedule_many(
     Ok(pending)
 }
 
+/// [`schedule`] for an async caller: the call is sent from the caller's
+/// task when it can be (`Shared::lane_call`).
+pub(super) async fn schedule_async(
+    s: &Shared,
+    id: &str,
+    when: When,
+    payload: &[u8],
+) -> Result<Scheduled, QueueError> {
+    check_id(id)?;
+    check_payload(payload)?;
+    let job = ScheduleJob {
+        id: id.to_string(),
+        token: Token::new(),
+        when,
+        payload: payload.to_vec(),
+        priority: 0,
+    };
+    s.lane_call(job).await
+}
+
 // ---- cancel --------------------------------------------------------------
 
 pub(super) struct CancelJob {
@@ -179,6 +208,7 @@ impl CancelJob {
 
 impl Batched for CancelJob {
     type Answer = Cancelled;
+    const KIND: Kind = Kind::Cancel;
 
     fn lua() -> &'static Lua {
         &CANCEL
@@ -227,6 +257,14 @@ impl Batched for CancelJob {
         }
         Ok(out)
     }
+
+    fn lanes(lanes: &mut Lanes) -> &mut [Lane<Self>] {
+        &mut lanes.cancel
+    }
+
+    fn request(call: Call<Self>) -> Request {
+        Request::Cancel(call)
+    }
 }
 
 pub(super) fn cancel(s: &Shared, id: &str) -> Result<Pending<Cancelled>, QueueError> {
@@ -236,6 +274,12 @@ pub(super) fn cancel(s: &Shared, id: &str) -> Result<Pending<Cancelled>, QueueEr
         token: Token::new(),
     };
     Ok(s.call(|reply| Request::Cancel(Call { job, reply })))
+}
+
+/// [`cancel`] for an async caller (as [`schedule_async`]).
+pub(super) async fn cancel_async(s: &Shared, id: &str) -> Result<Cancelled, QueueError> {
+    check_id(id)?;
+    s.lane_call(CancelJob::new(id.to_string())).await
 }
 
 // ---- ack -----------------------------------------------------------------
@@ -289,6 +333,7 @@ pub(super) fn acked(items: &[Value], acks: &[AckJob], ctx: &Ctx) -> Vec<Acked> {
 
 impl Batched for AckJob {
     type Answer = Acked;
+    const KIND: Kind = Kind::Ack;
 
     fn lua() -> &'static Lua {
         &ACK
@@ -319,11 +364,30 @@ impl Batched for AckJob {
         }
         Ok(acked(&items, jobs, ctx))
     }
+
+    fn lanes(lanes: &mut Lanes) -> &mut [Lane<Self>] {
+        &mut lanes.ack
+    }
+
+    fn request(call: Call<Self>) -> Request {
+        Request::Ack(alloc::vec![call])
+    }
 }
 
 pub(super) fn ack(s: &Shared, job: &Delivery) -> Result<Pending<Acked>, QueueError> {
     let mut one = ack_all(s, core::slice::from_ref(job))?;
     Ok(one.remove(0))
+}
+
+/// [`ack`] for an async caller (as [`schedule_async`]).
+pub(super) async fn ack_async(s: &Shared, job: &Delivery) -> Result<Acked, QueueError> {
+    own(&s.ctx, job)?;
+    let ack = AckJob {
+        id: job.id.clone(),
+        fence: job.fence,
+        token: Token::new(),
+    };
+    s.lane_call(ack).await
 }
 
 /// The ack of each delivery, each checked to be this queue's.

@@ -378,9 +378,11 @@ impl QueueBuilder {
     /// For a tokio service: a call made from that runtime's tasks and its
     /// answer then cross no thread, which saves two wake-ups of a parked
     /// thread per call (20–50 µs a call one at a time on a 2-core VM, and
-    /// the CPU they cost); the connection count is the same. A call from
-    /// outside the runtime's workers (its `block_on`, another thread) gains
-    /// nothing. The queue lives as long as the runtime: once it shuts down,
+    /// the CPU they cost), and a schedule, cancel or ack with nothing
+    /// waiting ahead of it sends its own script call, costing the client
+    /// what a plain redis-rs call does. Same connection count. A call from
+    /// outside the runtime's tasks (its `block_on`, another thread) gains
+    /// less or nothing. The queue lives as long as the runtime: once it shuts down,
     /// every call answers [`QueueError::Unavailable`]. Dropping the last
     /// handle does not wait for calls in flight; they finish on the
     /// runtime. Blocking calls from its workers are allowed: the worker's

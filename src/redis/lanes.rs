@@ -1,25 +1,35 @@
 //! Lanes: calls of the three busy kinds (schedule, cancel, ack) that many
 //! callers share one script call for.
 //!
-//! Each kind waits in a lane on the I/O thread, one lane per kind and
-//! partition (a script call runs on one partition's keys). A lane sends at most
-//! [`IN_FLIGHT`] script calls at a time, each carrying every call that
-//! waited (up to [`MAX_CALLS`] calls or [`MAX_BYTES`] of payload): alone, a
-//! call goes out at once; under load, calls that arrive while the lane is
-//! busy share the next script call, so Redis runs one script and a handful
-//! of commands for many jobs. A call whose caller has gone before it was
-//! sent is dropped unsent.
+//! Each kind waits in a lane, one lane per kind and partition (a script
+//! call runs on one partition's keys). A lane sends at most [`IN_FLIGHT`]
+//! script calls at a time, each carrying every call that waited (up to
+//! [`MAX_CALLS`] calls or [`MAX_BYTES`] of payload): alone, a call goes out
+//! at once; under load, calls that arrive while the lane is busy share the
+//! next script call, so Redis runs one script and a handful of commands for
+//! many jobs. A call whose caller has gone before it was sent is dropped
+//! unsent.
+//!
+//! The serve loop (`link.rs`) fills the lanes and sends their script calls
+//! as tasks of the I/O. A call made from a task of the runtime the I/O runs
+//! on ([`QueueBuilder::runtime`](super::QueueBuilder::runtime)) skips that
+//! when its lane has room and no call waits in it: the caller's own task
+//! takes one of the lane's slots and sends the script call itself, so the
+//! call and its answer pass through no other task (see [`LaneSet::claim`]).
+//! A slot given back to a lane with calls waiting wakes the serve loop.
 
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use parking_lot::{Mutex, MutexGuard};
 use redis::{Cmd, Value};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 use super::batched::{AckJob, CancelJob, ScheduleJob};
 use super::keys::Keys;
-use super::link::{Ctx, Io};
+use super::link::{Ctx, Io, Request};
 use super::lua::Lua;
 use super::pending::Reply;
 use super::QueueError;
@@ -41,6 +51,8 @@ pub(super) struct Call<J: Batched> {
 /// A kind of call that many callers can share one script call for.
 pub(super) trait Batched: Sized + Send + 'static {
     type Answer: Send + 'static;
+    /// Which lanes it waits in.
+    const KIND: Kind;
     /// Whether its writes wait for the replicas the queue asks for
     /// ([`QueueBuilder::replicas`](super::QueueBuilder::replicas)).
     const REPLICATED: bool = false;
@@ -55,6 +67,10 @@ pub(super) trait Batched: Sized + Send + 'static {
     fn command(jobs: &[Self], ctx: &Ctx, keys: &Keys) -> Cmd;
     /// One answer per job, in order, from the script's reply; counts them.
     fn answers(reply: Value, jobs: &[Self], ctx: &Ctx) -> Result<Vec<Self::Answer>, QueueError>;
+    /// Its lanes, one per partition.
+    fn lanes(lanes: &mut Lanes) -> &mut [Lane<Self>];
+    /// One call of it, as a request to the serve loop.
+    fn request(call: Call<Self>) -> Request;
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -73,9 +89,9 @@ pub(super) struct LaneId {
 
 /// Every lane, by kind, then by partition.
 pub(super) struct Lanes {
-    schedule: Vec<Lane<ScheduleJob>>,
-    cancel: Vec<Lane<CancelJob>>,
-    ack: Vec<Lane<AckJob>>,
+    pub(super) schedule: Vec<Lane<ScheduleJob>>,
+    pub(super) cancel: Vec<Lane<CancelJob>>,
+    pub(super) ack: Vec<Lane<AckJob>>,
 }
 
 impl Lanes {
@@ -103,54 +119,97 @@ impl Lanes {
         route(&mut self.ack, ctx, calls);
     }
 
-    pub(super) fn done(&mut self, lane: LaneId) {
-        let in_flight = match lane.kind {
-            Kind::Schedule => &mut self.schedule[lane.part].in_flight,
-            Kind::Cancel => &mut self.cancel[lane.part].in_flight,
-            Kind::Ack => &mut self.ack[lane.part].in_flight,
-        };
-        *in_flight = in_flight.saturating_sub(1);
+    fn done(&mut self, lane: LaneId) -> bool {
+        fn give_back<J: Batched>(lane: &mut Lane<J>) -> bool {
+            lane.in_flight = lane.in_flight.saturating_sub(1);
+            !lane.waiting.is_empty()
+        }
+        match lane.kind {
+            Kind::Schedule => give_back(&mut self.schedule[lane.part]),
+            Kind::Cancel => give_back(&mut self.cancel[lane.part]),
+            Kind::Ack => give_back(&mut self.ack[lane.part]),
+        }
+    }
+}
+
+/// The lanes, shared by the serve loop and the callers that send their
+/// own script calls, and the serve loop's wake-up for a lane whose slot
+/// came back with calls waiting.
+pub(super) struct LaneSet {
+    lanes: Mutex<Lanes>,
+    freed: Notify,
+}
+
+impl LaneSet {
+    pub(super) fn new(partitions: usize) -> Arc<LaneSet> {
+        Arc::new(LaneSet {
+            lanes: Mutex::new(Lanes::new(partitions)),
+            freed: Notify::new(),
+        })
     }
 
-    pub(super) fn launch(
-        &mut self,
-        io: &Io,
-        done: &mpsc::UnboundedSender<LaneId>,
-        tasks: &mut JoinSet<()>,
-    ) {
-        for (part, lane) in self.schedule.iter_mut().enumerate() {
-            lane.launch(
-                LaneId {
-                    kind: Kind::Schedule,
-                    part,
-                },
-                io,
-                done,
-                tasks,
-            );
+    /// The lanes, for the serve loop to fill.
+    pub(super) fn lock(&self) -> MutexGuard<'_, Lanes> {
+        self.lanes.lock()
+    }
+
+    /// Resolves when a slot came back to a lane with calls waiting.
+    pub(super) async fn freed(&self) {
+        self.freed.notified().await;
+    }
+
+    /// A slot of partition `part`'s lane of `J`, for a caller to send its
+    /// own call in, if the lane has one free and no call waits in it (a
+    /// waiting call goes first). The slot comes back when the guard drops.
+    pub(super) fn claim<J: Batched>(&self, part: usize) -> Option<Slot<'_>> {
+        let mut lanes = self.lanes.lock();
+        let lane = J::lanes(&mut lanes).get_mut(part)?;
+        if lane.in_flight >= IN_FLIGHT || !lane.waiting.is_empty() {
+            return None;
         }
-        for (part, lane) in self.cancel.iter_mut().enumerate() {
-            lane.launch(
-                LaneId {
-                    kind: Kind::Cancel,
-                    part,
-                },
-                io,
-                done,
-                tasks,
-            );
+        lane.in_flight += 1;
+        Some(Slot {
+            set: self,
+            lane: LaneId {
+                kind: J::KIND,
+                part,
+            },
+        })
+    }
+
+    /// Gives a slot back; wakes the serve loop if calls wait for it.
+    fn give_back(&self, lane: LaneId) {
+        if self.lanes.lock().done(lane) {
+            self.freed.notify_one();
         }
-        for (part, lane) in self.ack.iter_mut().enumerate() {
-            lane.launch(
-                LaneId {
-                    kind: Kind::Ack,
-                    part,
-                },
-                io,
-                done,
-                tasks,
-            );
+    }
+
+    /// Sends, as tasks in `tasks`, the script calls every lane has room for.
+    pub(super) fn launch(self: &Arc<Self>, io: &Io, tasks: &mut JoinSet<()>) {
+        let mut lanes = self.lanes.lock();
+        let lanes = &mut *lanes;
+        for (part, lane) in lanes.schedule.iter_mut().enumerate() {
+            lane.launch(part, self, io, tasks);
         }
+        for (part, lane) in lanes.cancel.iter_mut().enumerate() {
+            lane.launch(part, self, io, tasks);
+        }
+        for (part, lane) in lanes.ack.iter_mut().enumerate() {
+            lane.launch(part, self, io, tasks);
+        }
+    }
+}
+
+/// A lane's slot, held while its script call is out; given back on drop,
+/// whether the call ended or its caller went away.
+pub(super) struct Slot<'a> {
+    set: &'a LaneSet,
+    lane: LaneId,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.set.give_back(self.lane);
     }
 }
 
@@ -161,7 +220,7 @@ fn route<J: Batched>(lanes: &mut [Lane<J>], ctx: &Ctx, calls: impl IntoIterator<
     }
 }
 
-struct Lane<J: Batched> {
+pub(super) struct Lane<J: Batched> {
     waiting: VecDeque<Call<J>>,
     in_flight: usize,
 }
@@ -176,13 +235,7 @@ impl<J: Batched> Default for Lane<J> {
 }
 
 impl<J: Batched> Lane<J> {
-    fn launch(
-        &mut self,
-        id: LaneId,
-        io: &Io,
-        done: &mpsc::UnboundedSender<LaneId>,
-        tasks: &mut JoinSet<()>,
-    ) {
+    fn launch(&mut self, part: usize, set: &Arc<LaneSet>, io: &Io, tasks: &mut JoinSet<()>) {
         while self.in_flight < IN_FLIGHT {
             let mut calls = Vec::new();
             let mut bytes = 0;
@@ -203,10 +256,14 @@ impl<J: Batched> Lane<J> {
                 return;
             }
             self.in_flight += 1;
-            let (io, done) = (io.clone(), done.clone());
+            let (io, set) = (io.clone(), Arc::clone(set));
+            let lane = LaneId {
+                kind: J::KIND,
+                part,
+            };
             tasks.spawn(async move {
-                run_batch(&io, id.part, calls).await;
-                let _ = done.send(id);
+                let _slot = Slot { set: &set, lane };
+                run_batch(&io, part, calls).await;
             });
         }
     }
@@ -238,7 +295,9 @@ pub(super) async fn run_direct<J: Batched>(io: &Io, jobs: Vec<J>) -> Result<(), 
     Ok(())
 }
 
-async fn run_batch<J: Batched>(io: &Io, part: usize, calls: Vec<Call<J>>) {
+/// Sends `calls` (all of partition `part`) in one script call and answers
+/// each.
+pub(super) async fn run_batch<J: Batched>(io: &Io, part: usize, calls: Vec<Call<J>>) {
     let (jobs, replies): (Vec<J>, Vec<Reply<J::Answer>>) =
         calls.into_iter().map(|c| (c.job, c.reply)).unzip();
     let keys = io.ctx.parts().get(part);

@@ -14,7 +14,8 @@
 //! With [`QueueBuilder::runtime`](super::QueueBuilder::runtime) the same
 //! I/O is a task on the caller's runtime instead (the trade and the rules
 //! that keep it from hanging are in that method's docs; `shared.rs` starts
-//! either).
+//! either), and a call from one of that runtime's tasks may send its own
+//! script call (`lanes.rs`).
 //!
 //! Calls of the three busy kinds (schedule, cancel, ack) share script calls
 //! in lanes (`lanes.rs`); other calls run as tasks of their own.
@@ -44,7 +45,7 @@ use tokio::task::JoinSet;
 use super::batched::{AckJob, CancelJob, ScheduleJob};
 use super::counters::{bump, Counters};
 use super::keys::Keys;
-use super::lanes::{Call, LaneId, Lanes};
+use super::lanes::{Call, LaneSet};
 use super::lua::Lua;
 use super::options::Options;
 use super::partitions::Partitions;
@@ -281,9 +282,7 @@ pub(super) fn jitter(base: Duration) -> Duration {
 }
 
 /// The serve loop: lanes for the batched kinds, tasks for the rest.
-pub(super) async fn serve(io: Io, mut rx: mpsc::UnboundedReceiver<Request>) {
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<LaneId>();
-    let mut lanes = Lanes::new(io.ctx.parts().len());
+pub(super) async fn serve(io: Io, lanes: Arc<LaneSet>, mut rx: mpsc::UnboundedReceiver<Request>) {
     let mut tasks = JoinSet::new();
     let mut daemons = JoinSet::new();
     // A retention trimmer for each partition.
@@ -293,10 +292,7 @@ pub(super) async fn serve(io: Io, mut rx: mpsc::UnboundedReceiver<Request>) {
     loop {
         let request = tokio::select! {
             biased;
-            Some(lane) = done_rx.recv() => {
-                lanes.done(lane);
-                None
-            }
+            () = lanes.freed() => None,
             request = rx.recv() => match request {
                 Some(request) => Some(request),
                 None => break,
@@ -307,9 +303,9 @@ pub(super) async fn serve(io: Io, mut rx: mpsc::UnboundedReceiver<Request>) {
         let mut next = request;
         while let Some(request) = next.take().or_else(|| rx.try_recv().ok()) {
             match request {
-                Request::Schedule(calls) => lanes.add_schedules(&io.ctx, calls),
-                Request::Cancel(call) => lanes.add_cancel(&io.ctx, call),
-                Request::Ack(calls) => lanes.add_acks(&io.ctx, calls),
+                Request::Schedule(calls) => lanes.lock().add_schedules(&io.ctx, calls),
+                Request::Cancel(call) => lanes.lock().add_cancel(&io.ctx, call),
+                Request::Ack(calls) => lanes.lock().add_acks(&io.ctx, calls),
                 Request::Task(task) => {
                     tasks.spawn(task(io.clone()));
                 }
@@ -318,7 +314,7 @@ pub(super) async fn serve(io: Io, mut rx: mpsc::UnboundedReceiver<Request>) {
                 }
             }
         }
-        lanes.launch(&io, &done_tx, &mut tasks);
+        lanes.launch(&io, &mut tasks);
         while tasks.try_join_next().is_some() {}
     }
     // Every handle is gone: let what is in flight finish, briefly.

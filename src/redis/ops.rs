@@ -24,7 +24,9 @@ use super::{
     QueueError, MAX_DUE_MICROS, MAX_ID, MAX_LEASE, MAX_PAGE, MAX_PAYLOAD, MAX_RETRY_DELAY,
 };
 
-pub(super) use super::batched::{ack, ack_all, cancel, schedule, schedule_many};
+pub(super) use super::batched::{
+    ack, ack_all, ack_async, cancel, cancel_async, schedule, schedule_async, schedule_many,
+};
 
 lua!(NACK, "nack.lua", records);
 lua!(EXTEND, "extend.lua", records);

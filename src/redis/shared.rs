@@ -7,12 +7,14 @@ use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use core::future::Future;
 use core::time::Duration;
+use std::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot};
 
 use super::counters::bump;
+use super::lanes::{run_batch, Batched, Call, LaneSet};
 use super::link::{jitter, refused, serve, worth_retrying, Ctx, Io, Request};
 use super::pending::{Pending, Reply};
 use super::server::{self, Conn};
@@ -25,6 +27,16 @@ pub(super) struct Shared {
     pub(super) ctx: Arc<Ctx>,
     tx: Option<mpsc::UnboundedSender<Request>>,
     thread: Option<JoinHandle<()>>,
+    /// With the I/O on the caller's runtime: that runtime, and, once
+    /// connected, what its tasks need to send their own calls.
+    on_runtime: Option<(tokio::runtime::Id, Arc<OnceLock<InPlace>>)>,
+}
+
+/// What a call made from a task of the queue's runtime needs to send its
+/// own script call: the I/O's connection and the lanes.
+struct InPlace {
+    io: Io,
+    lanes: Arc<LaneSet>,
 }
 
 impl Shared {
@@ -38,26 +50,30 @@ impl Shared {
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = oneshot::channel();
         let io_ctx = Arc::clone(&ctx);
-        let thread = match runtime {
+        let (thread, on_runtime) = match runtime {
             Some(runtime) => {
+                let in_place = Arc::new(OnceLock::new());
                 // The task ends when every handle is gone, or with the
                 // runtime; nothing waits for it.
-                drop(runtime.spawn(run_io(io_ctx, rx, ready_tx)));
-                None
+                let io = run_io(io_ctx, rx, ready_tx, Some(Arc::clone(&in_place)));
+                drop(runtime.spawn(io));
+                (None, Some((runtime.id(), in_place)))
             }
-            None => Some(
-                std::thread::Builder::new()
+            None => {
+                let thread = std::thread::Builder::new()
                     .name(String::from("tickwheel-redis-io"))
                     .spawn(move || io_thread(io_ctx, rx, ready_tx))
                     .map_err(|e| {
                         QueueError::Connect(alloc::format!("cannot start the I/O thread: {e}"))
-                    })?,
-            ),
+                    })?;
+                (Some(thread), None)
+            }
         };
         let shared = Shared {
             ctx,
             tx: Some(tx),
             thread,
+            on_runtime,
         };
         Ok((Arc::new(shared), Pending::new(ready_rx)))
     }
@@ -76,6 +92,38 @@ impl Shared {
         let (tx, rx) = oneshot::channel();
         self.send(request(tx));
         Pending::new(rx)
+    }
+
+    /// Runs one call of a lane's kind and answers it. From a task of the
+    /// queue's runtime, when the call's lane has a free slot and no call
+    /// waits in it, this task sends the script call itself; otherwise the
+    /// call waits in its lane (`lanes.rs`).
+    pub(super) async fn lane_call<J: Batched>(&self, job: J) -> Result<J::Answer, QueueError> {
+        let (reply, rx) = oneshot::channel();
+        let call = Call { job, reply };
+        match self.in_place() {
+            Some(here) => {
+                let part = self.ctx.parts().of(call.job.id());
+                match here.lanes.claim::<J>(part) {
+                    Some(_slot) => run_batch(&here.io, part, alloc::vec![call]).await,
+                    None => self.send(J::request(call)),
+                }
+            }
+            None => self.send(J::request(call)),
+        }
+        Pending::new(rx).await
+    }
+
+    /// What a call needs to send itself, if it is made from a task of the
+    /// runtime the queue's I/O runs on (only there do the connection and
+    /// its timers work for it).
+    fn in_place(&self) -> Option<&InPlace> {
+        let (runtime, in_place) = self.on_runtime.as_ref()?;
+        let here = tokio::runtime::Handle::try_current().ok()?;
+        if here.id() != *runtime {
+            return None;
+        }
+        in_place.get()
     }
 
     /// Runs `task` on the I/O; it answers on the reply.
@@ -115,11 +163,17 @@ fn io_thread(ctx: Arc<Ctx>, rx: mpsc::UnboundedReceiver<Request>, ready: Reply<(
             return;
         }
     };
-    runtime.block_on(run_io(ctx, rx, ready));
+    runtime.block_on(run_io(ctx, rx, ready, None));
 }
 
 /// Connects, answers `ready`, and serves until every handle is gone.
-async fn run_io(ctx: Arc<Ctx>, rx: mpsc::UnboundedReceiver<Request>, ready: Reply<()>) {
+/// `in_place` learns the connection and the lanes before `ready`.
+async fn run_io(
+    ctx: Arc<Ctx>,
+    rx: mpsc::UnboundedReceiver<Request>,
+    ready: Reply<()>,
+    in_place: Option<Arc<OnceLock<InPlace>>>,
+) {
     let conn = match connect(&ctx).await {
         Ok(conn) => conn,
         Err(e) => {
@@ -143,18 +197,22 @@ async fn run_io(ctx: Arc<Ctx>, rx: mpsc::UnboundedReceiver<Request>, ready: Repl
     } else {
         None
     };
+    let io = Io {
+        conn,
+        replicated,
+        ctx,
+    };
+    let lanes = LaneSet::new(io.ctx.parts().len());
+    if let Some(in_place) = in_place {
+        let _ = in_place.set(InPlace {
+            io: io.clone(),
+            lanes: Arc::clone(&lanes),
+        });
+    }
     if ready.send(Ok(())).is_err() {
         return;
     }
-    serve(
-        Io {
-            conn,
-            replicated,
-            ctx,
-        },
-        rx,
-    )
-    .await;
+    serve(io, lanes, rx).await;
 }
 
 /// Dials the server within the retry window, and checks its eviction

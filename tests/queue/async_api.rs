@@ -309,3 +309,95 @@ fn a_runtime_without_drivers_fails_the_connect() {
     .unwrap_err();
     assert!(err.to_string().contains("I/O stopped"), "{err}");
 }
+
+/// A multi-thread runtime of two workers and a queue whose I/O runs on
+/// it, with `n` jobs waiting ("j0", "j1", ...), made under a watchdog.
+fn queue_on_runtime(server: &RedisServer, n: usize) -> (tokio::runtime::Runtime, AsyncQueue) {
+    let url = server.url();
+    within(Duration::from_secs(20), move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let handle = runtime.handle().clone();
+        let queue = runtime.block_on(async move {
+            let queue = Queue::builder(&url, "orders")
+                .runtime(handle)
+                .connect_async()
+                .await
+                .unwrap();
+            for i in 0..n {
+                let id = format!("j{i}");
+                let s = queue.schedule_in(&id, Duration::from_secs(60), b"p").await;
+                assert!(matches!(s.unwrap(), Scheduled::Created { .. }));
+            }
+            queue
+        });
+        (runtime, queue)
+    })
+}
+
+/// Calls made from the runtime's own tasks send their script calls
+/// themselves while their lane has room (two at a time); the rest wait in
+/// the lane and go out together as slots come back. With the server
+/// paused, 60 cancels pile up: when it resumes, every one answers, in a
+/// handful of script calls, not 60 (a caller that took a slot past the
+/// lane's limit would make one each, and a slot given back without
+/// waking the lane would leave the waiting ones unanswered).
+#[test]
+fn calls_from_the_runtimes_tasks_keep_the_lane_limit_and_wake_the_waiting() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let (runtime, queue) = queue_on_runtime(&server, 60);
+    let before = queue.metrics().round_trips;
+    server.stop_signal();
+    let tasks: Vec<_> = (0..60)
+        .map(|i| {
+            let queue = queue.clone();
+            runtime.spawn(async move { queue.cancel(&format!("j{i}")).await })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    server.cont_signal();
+    let answers = within(Duration::from_secs(20), move || {
+        runtime.block_on(async move {
+            let mut answers = Vec::new();
+            for task in tasks {
+                answers.push(task.await.unwrap());
+            }
+            answers
+        })
+    });
+    for answer in answers {
+        assert_eq!(answer.unwrap(), Cancelled::Cancelled(b"p".to_vec()));
+    }
+    let trips = queue.metrics().round_trips - before;
+    assert!(trips <= 8, "{trips} round trips for 60 cancels");
+}
+
+/// A call dropped while its script call is out (its caller timed out)
+/// gives its lane's slot back: with both slots of the cancel lane taken
+/// by calls that were then dropped, a later cancel still answers.
+#[test]
+fn a_call_dropped_in_flight_gives_its_slot_back() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let (runtime, queue) = queue_on_runtime(&server, 3);
+    server.stop_signal();
+    let q = queue.clone();
+    let timed_out = runtime.block_on(async move {
+        let first = tokio::time::timeout(Duration::from_millis(100), q.cancel("j0"));
+        let second = tokio::time::timeout(Duration::from_millis(100), q.cancel("j1"));
+        let (first, second) = tokio::join!(first, second);
+        first.is_err() && second.is_err()
+    });
+    assert!(timed_out, "the paused server answered");
+    server.cont_signal();
+    let answer = within(Duration::from_secs(20), move || {
+        runtime.block_on(async move { queue.cancel("j2").await })
+    });
+    assert_eq!(answer.unwrap(), Cancelled::Cancelled(b"p".to_vec()));
+}
