@@ -3,7 +3,9 @@
 //! calls, under tokio and under smol; and a blocking call made inside a
 //! runtime blocks, never panics. With `QueueBuilder::runtime` the queue's
 //! I/O is a task on the caller's runtime: calls from its own worker answer,
-//! and the queue stops with it.
+//! the queue stops with it, and calls from its tasks that send their own
+//! script calls keep their lane's limit, give slots back when dropped and
+//! find their partition.
 
 use core::time::Duration;
 
@@ -400,4 +402,64 @@ fn a_call_dropped_in_flight_gives_its_slot_back() {
         runtime.block_on(async move { queue.cancel("j2").await })
     });
     assert_eq!(answer.unwrap(), Cancelled::Cancelled(b"p".to_vec()));
+}
+
+/// Calls sent from the runtime's tasks find their job's partition: 40
+/// jobs scheduled from a task land in all four partitions of the queue,
+/// and each is then cancelled (with its payload, once), fetched and acked
+/// from tasks, by id wherever it lives.
+#[test]
+fn calls_from_the_runtimes_tasks_find_their_partition() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let url = server.url();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = runtime.handle().clone();
+    let (runtime, queue) = within(Duration::from_secs(20), move || {
+        let queue = runtime.block_on(async move {
+            let queue = Queue::builder(&url, "orders")
+                .partitions(4)
+                .runtime(handle.clone())
+                .connect_async()
+                .await
+                .unwrap();
+            let q = queue.clone();
+            handle
+                .spawn(async move {
+                    for i in 0..40 {
+                        let id = format!("job-{i}");
+                        let delay = Duration::from_millis(if i < 20 { 3_600_000 } else { 10 });
+                        let s = q.schedule_in(&id, delay, id.as_bytes()).await;
+                        assert!(matches!(s.unwrap(), Scheduled::Created { .. }), "{id}");
+                    }
+                    for i in 0..20 {
+                        let id = format!("job-{i}");
+                        let c = q.cancel(&id).await.unwrap();
+                        assert_eq!(c, Cancelled::Cancelled(id.clone().into_bytes()));
+                        assert_eq!(q.cancel(&id).await.unwrap(), Cancelled::Ended);
+                    }
+                    let consumer = q.consumer().unwrap();
+                    let mut acked = 0;
+                    while acked < 20 {
+                        for job in consumer.fetch(20, Duration::from_secs(5)).await.unwrap() {
+                            assert_eq!(consumer.ack(&job).await.unwrap(), Acked::Acked);
+                            acked += 1;
+                        }
+                    }
+                })
+                .await
+                .unwrap();
+            queue
+        });
+        (runtime, queue)
+    });
+    let dues = server.command(&["KEYS", "tw:{orders:*}:jobs"]);
+    assert_eq!(dues.matches("tw:").count(), 4, "{dues}");
+    assert_eq!(runtime.block_on(queue.len()).unwrap(), (0, 0));
+    assert_eq!(queue.metrics().acked, 20);
 }
