@@ -202,11 +202,7 @@ fn io_on_the_callers_runtime_serves_async_and_blocking_calls_from_its_worker() {
     };
     let url = server.url();
     let before = clients(&server);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = multi_thread(1);
     let handle = runtime.handle().clone();
     within(Duration::from_secs(20), move || {
         runtime.block_on(async move {
@@ -276,11 +272,7 @@ fn a_queue_stops_with_its_runtime() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = multi_thread(1);
     // A blocking connect from a plain thread.
     let queue = Queue::builder(&server.url(), "orders")
         .runtime(runtime.handle().clone())
@@ -312,19 +304,30 @@ fn a_runtime_without_drivers_fails_the_connect() {
     assert!(err.to_string().contains("I/O stopped"), "{err}");
 }
 
-/// A multi-thread runtime of two workers and a queue whose I/O runs on
-/// it, with `n` jobs waiting ("j0", "j1", ...), made under a watchdog.
-fn queue_on_runtime(server: &RedisServer, n: usize) -> (tokio::runtime::Runtime, AsyncQueue) {
+/// A multi-thread runtime of `workers` workers.
+fn multi_thread(workers: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A multi-thread runtime of two workers and a queue of `partitions`
+/// whose I/O runs on it, with `n` jobs waiting ("j0", "j1", ...), made
+/// under a watchdog.
+fn queue_on_runtime(
+    server: &RedisServer,
+    partitions: u16,
+    n: usize,
+) -> (tokio::runtime::Runtime, AsyncQueue) {
     let url = server.url();
     within(Duration::from_secs(20), move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = multi_thread(2);
         let handle = runtime.handle().clone();
         let queue = runtime.block_on(async move {
             let queue = Queue::builder(&url, "orders")
+                .partitions(partitions)
                 .runtime(handle)
                 .connect_async()
                 .await
@@ -352,7 +355,7 @@ fn calls_from_the_runtimes_tasks_keep_the_lane_limit_and_wake_the_waiting() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let (runtime, queue) = queue_on_runtime(&server, 60);
+    let (runtime, queue) = queue_on_runtime(&server, 1, 60);
     let before = queue.metrics().round_trips;
     server.stop_signal();
     let tasks: Vec<_> = (0..60)
@@ -387,7 +390,7 @@ fn a_call_dropped_in_flight_gives_its_slot_back() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let (runtime, queue) = queue_on_runtime(&server, 3);
+    let (runtime, queue) = queue_on_runtime(&server, 1, 3);
     server.stop_signal();
     let q = queue.clone();
     let timed_out = runtime.block_on(async move {
@@ -413,53 +416,34 @@ fn calls_from_the_runtimes_tasks_find_their_partition() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let url = server.url();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let handle = runtime.handle().clone();
-    let (runtime, queue) = within(Duration::from_secs(20), move || {
-        let queue = runtime.block_on(async move {
-            let queue = Queue::builder(&url, "orders")
-                .partitions(4)
-                .runtime(handle.clone())
-                .connect_async()
-                .await
-                .unwrap();
-            let q = queue.clone();
-            handle
-                .spawn(async move {
-                    for i in 0..40 {
-                        let id = format!("job-{i}");
-                        let delay = Duration::from_millis(if i < 20 { 3_600_000 } else { 10 });
-                        let s = q.schedule_in(&id, delay, id.as_bytes()).await;
-                        assert!(matches!(s.unwrap(), Scheduled::Created { .. }), "{id}");
-                    }
-                    for i in 0..20 {
-                        let id = format!("job-{i}");
-                        let c = q.cancel(&id).await.unwrap();
-                        assert_eq!(c, Cancelled::Cancelled(id.clone().into_bytes()));
-                        assert_eq!(q.cancel(&id).await.unwrap(), Cancelled::Ended);
-                    }
-                    let consumer = q.consumer().unwrap();
-                    let mut acked = 0;
-                    while acked < 20 {
-                        for job in consumer.fetch(20, Duration::from_secs(5)).await.unwrap() {
-                            assert_eq!(consumer.ack(&job).await.unwrap(), Acked::Acked);
-                            acked += 1;
-                        }
-                    }
-                })
-                .await
-                .unwrap();
-            queue
-        });
-        (runtime, queue)
+    let (runtime, queue) = queue_on_runtime(&server, 4, 0);
+    let q = queue.clone();
+    let work = runtime.spawn(async move {
+        for i in 0..40 {
+            let id = format!("job-{i}");
+            let delay = Duration::from_millis(if i < 20 { 3_600_000 } else { 10 });
+            let s = q.schedule_in(&id, delay, id.as_bytes()).await;
+            assert!(matches!(s.unwrap(), Scheduled::Created { .. }), "{id}");
+        }
+        for i in 0..20 {
+            let id = format!("job-{i}");
+            let c = q.cancel(&id).await.unwrap();
+            assert_eq!(c, Cancelled::Cancelled(id.clone().into_bytes()));
+            assert_eq!(q.cancel(&id).await.unwrap(), Cancelled::Ended);
+        }
+        let consumer = q.consumer().unwrap();
+        let mut acked = 0;
+        while acked < 20 {
+            for job in consumer.fetch(20, Duration::from_secs(5)).await.unwrap() {
+                assert_eq!(consumer.ack(&job).await.unwrap(), Acked::Acked);
+                acked += 1;
+            }
+        }
+        q.len().await
     });
-    let dues = server.command(&["KEYS", "tw:{orders:*}:jobs"]);
-    assert_eq!(dues.matches("tw:").count(), 4, "{dues}");
-    assert_eq!(runtime.block_on(queue.len()).unwrap(), (0, 0));
+    let len = within(Duration::from_secs(20), move || runtime.block_on(work));
+    assert_eq!(len.unwrap().unwrap(), (0, 0));
+    let records = server.command(&["KEYS", "tw:{orders:*}:jobs"]);
+    assert_eq!(records.matches("tw:").count(), 4, "{records}");
     assert_eq!(queue.metrics().acked, 20);
 }
