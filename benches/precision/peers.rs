@@ -83,13 +83,15 @@ impl Peer {
     }
 }
 
-pub(crate) const UNIFORM_PEERS: [Peer; 10] = [
+pub(crate) const UNIFORM_PEERS: [Peer; 12] = [
     Peer::HEAP,
     Peer::JDK,
     Peer::wheel("tickwheel slack 0", MICRO, Duration::ZERO),
     Peer::wheel("tickwheel slack 50 µs", MICRO, Duration::from_micros(50)),
     Peer::wheel("tickwheel slack 100 µs", MICRO, Duration::from_micros(100)),
     Peer::wheel("tickwheel slack 120 µs", MICRO, Duration::from_micros(120)),
+    Peer::wheel("tickwheel slack 130 µs", MICRO, Duration::from_micros(130)),
+    Peer::wheel("tickwheel slack 140 µs", MICRO, Duration::from_micros(140)),
     Peer::wheel(
         "tickwheel slack 1 ms (default)",
         MICRO,
