@@ -4,8 +4,9 @@
 //! runtime blocks, never panics. With `QueueBuilder::runtime` the queue's
 //! I/O is a task on the caller's runtime: calls from its own worker answer,
 //! the queue stops with it, and calls from its tasks that send their own
-//! script calls keep their lane's limit, give slots back when dropped and
-//! find their partition.
+//! script calls keep their lane's limit, give slots back when dropped,
+//! find their partition, and keep every answer true beside blocking
+//! callers, dropped calls and a server that pauses.
 
 use core::time::Duration;
 
@@ -446,4 +447,139 @@ fn calls_from_the_runtimes_tasks_find_their_partition() {
     let records = server.command(&["KEYS", "tw:{orders:*}:jobs"]);
     assert_eq!(records.matches("tw:").count(), 4, "{records}");
     assert_eq!(queue.metrics().acked, 20);
+}
+
+/// What a caller knows of one job after its calls.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Known {
+    /// Scheduled, never cancelled.
+    Waiting,
+    /// A cancel answered that it won.
+    Cancelled,
+    /// A cancel was dropped before its answer: it may or may not have run.
+    Unsure,
+}
+
+/// The lanes under every kind of caller at once: eight tasks of the
+/// runtime (which send their own script calls when a lane has room),
+/// some of their cancels dropped after 0–3 ms, and two plain threads
+/// making blocking calls (which go through the serve loop), while the
+/// server is paused three times. Every answer that came is right, and
+/// afterwards a cancel of every job finds what the answers said: a waiting
+/// job is cancelled with its payload, a cancelled one has ended, an
+/// unsure one is either; nothing is left, and no call hangs (a slot lost
+/// to a dropped call would leave later calls waiting for ever).
+#[test]
+fn mixed_callers_drops_and_pauses_keep_every_answer_true() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let (runtime, queue) = queue_on_runtime(&server, 2, 0);
+    // Plain threads and `kill`, not the server's own methods: a call that
+    // never answers then fails the watchdog below instead of hanging the
+    // test in a join.
+    let pid = server.pid().to_string();
+    let pauser = std::thread::spawn(move || {
+        let signal = |sig: &str| {
+            let status = std::process::Command::new("kill")
+                .args([sig, &pid])
+                .status();
+            assert!(status.unwrap().success());
+        };
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(150));
+            signal("-STOP");
+            std::thread::sleep(Duration::from_millis(80));
+            signal("-CONT");
+        }
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    for t in 0..2 {
+        let (blocking, tx) = (queue.to_blocking(), tx.clone());
+        std::thread::spawn(move || {
+            let mut known = Vec::new();
+            for k in 0..100 {
+                let id = format!("b{t}-{k}");
+                let s = blocking.schedule_in(&id, Duration::from_secs(60), id.as_bytes());
+                assert!(matches!(s.unwrap(), Scheduled::Created { .. }), "{id}");
+                if k % 2 == 0 {
+                    let c = blocking.cancel(&id).unwrap();
+                    assert_eq!(c, Cancelled::Cancelled(id.clone().into_bytes()));
+                    known.push((id, Known::Cancelled));
+                } else {
+                    known.push((id, Known::Waiting));
+                }
+            }
+            tx.send(known).unwrap();
+        });
+    }
+    for t in 0..8u64 {
+        let (queue, tx) = (queue.clone(), tx.clone());
+        runtime.spawn(async move {
+            let mut known = Vec::new();
+            let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ t;
+            for k in 0..150 {
+                let id = format!("a{t}-{k}");
+                let s = queue.schedule_in(&id, Duration::from_secs(60), id.as_bytes());
+                assert!(
+                    matches!(s.await.unwrap(), Scheduled::Created { .. }),
+                    "{id}"
+                );
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let state = match k % 3 {
+                    0 => {
+                        let wait = Duration::from_micros(x % 3_000);
+                        match tokio::time::timeout(wait, queue.cancel(&id)).await {
+                            Ok(c) => {
+                                let won = Cancelled::Cancelled(id.clone().into_bytes());
+                                assert_eq!(c.unwrap(), won);
+                                Known::Cancelled
+                            }
+                            Err(_) => Known::Unsure,
+                        }
+                    }
+                    1 => {
+                        let c = queue.cancel(&id).await.unwrap();
+                        assert_eq!(c, Cancelled::Cancelled(id.clone().into_bytes()));
+                        Known::Cancelled
+                    }
+                    _ => Known::Waiting,
+                };
+                known.push((id, state));
+            }
+            tx.send(known).unwrap();
+        });
+    }
+    drop(tx);
+    let mut known: Vec<(String, Known)> = Vec::new();
+    for _ in 0..10 {
+        let part = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a caller panicked, or never finished: a call waits for ever");
+        known.extend(part);
+    }
+    pauser.join().unwrap();
+    assert_eq!(known.len(), 1_400);
+    assert!(
+        known.iter().any(|(_, k)| *k == Known::Unsure),
+        "no cancel was dropped"
+    );
+    let q = queue.clone();
+    let checked = within(Duration::from_secs(60), move || {
+        runtime.block_on(async move {
+            for (id, state) in &known {
+                let c = q.cancel(id).await.unwrap();
+                let won = Cancelled::Cancelled(id.clone().into_bytes());
+                match state {
+                    Known::Waiting => assert_eq!(c, won, "{id}"),
+                    Known::Cancelled => assert_eq!(c, Cancelled::Ended, "{id}"),
+                    Known::Unsure => assert!(c == won || c == Cancelled::Ended, "{id}: {c:?}"),
+                }
+            }
+            q.len().await.unwrap()
+        })
+    });
+    assert_eq!(checked, (0, 0));
 }
