@@ -35,6 +35,17 @@ pub(super) struct ScheduleJob {
 }
 
 impl ScheduleJob {
+    /// A job with a fresh request token; `id` and `payload` already checked.
+    fn new(id: &str, when: When, payload: &[u8], priority: u8) -> ScheduleJob {
+        ScheduleJob {
+            id: id.to_string(),
+            token: Token::new(),
+            when,
+            payload: payload.to_vec(),
+            priority,
+        }
+    }
+
     /// A job scheduler's run (`scheduler.rs`): due at `due` µs.
     pub(super) fn run(id: String, due: i64, payload: &[u8]) -> Result<ScheduleJob, QueueError> {
         check_id(&id)?;
@@ -155,13 +166,7 @@ pub(super) fn schedule_many(
     let (calls, pending) = jobs
         .iter()
         .map(|&(id, when, payload, priority)| {
-            let job = ScheduleJob {
-                id: id.to_string(),
-                token: Token::new(),
-                when,
-                payload: payload.to_vec(),
-                priority,
-            };
+            let job = ScheduleJob::new(id, when, payload, priority);
             let (reply, rx) = oneshot::channel();
             (Call { job, reply }, Pending::new(rx))
         })
@@ -180,14 +185,7 @@ pub(super) async fn schedule_async(
 ) -> Result<Scheduled, QueueError> {
     check_id(id)?;
     check_payload(payload)?;
-    let job = ScheduleJob {
-        id: id.to_string(),
-        token: Token::new(),
-        when,
-        payload: payload.to_vec(),
-        priority: 0,
-    };
-    s.lane_call(job).await
+    s.lane_call(ScheduleJob::new(id, when, payload, 0)).await
 }
 
 // ---- cancel --------------------------------------------------------------
@@ -269,10 +267,7 @@ impl Batched for CancelJob {
 
 pub(super) fn cancel(s: &Shared, id: &str) -> Result<Pending<Cancelled>, QueueError> {
     check_id(id)?;
-    let job = CancelJob {
-        id: id.to_string(),
-        token: Token::new(),
-    };
+    let job = CancelJob::new(id.to_string());
     Ok(s.call(|reply| Request::Cancel(Call { job, reply })))
 }
 
@@ -291,6 +286,16 @@ pub(super) struct AckJob {
 }
 
 impl AckJob {
+    /// The ack of `job`, checked to be this queue's.
+    fn of(ctx: &Ctx, job: &Delivery) -> Result<AckJob, QueueError> {
+        own(ctx, job)?;
+        Ok(AckJob {
+            id: job.id.clone(),
+            fence: job.fence,
+            token: Token::new(),
+        })
+    }
+
     pub(super) fn id(&self) -> &str {
         &self.id
     }
@@ -381,27 +386,12 @@ pub(super) fn ack(s: &Shared, job: &Delivery) -> Result<Pending<Acked>, QueueErr
 
 /// [`ack`] for an async caller (as [`schedule_async`]).
 pub(super) async fn ack_async(s: &Shared, job: &Delivery) -> Result<Acked, QueueError> {
-    own(&s.ctx, job)?;
-    let ack = AckJob {
-        id: job.id.clone(),
-        fence: job.fence,
-        token: Token::new(),
-    };
-    s.lane_call(ack).await
+    s.lane_call(AckJob::of(&s.ctx, job)?).await
 }
 
 /// The ack of each delivery, each checked to be this queue's.
 pub(super) fn ack_jobs(ctx: &Ctx, jobs: &[Delivery]) -> Result<Vec<AckJob>, QueueError> {
-    jobs.iter()
-        .map(|job| {
-            own(ctx, job)?;
-            Ok(AckJob {
-                id: job.id.clone(),
-                fence: job.fence,
-                token: Token::new(),
-            })
-        })
-        .collect()
+    jobs.iter().map(|job| AckJob::of(ctx, job)).collect()
 }
 
 pub(super) fn ack_all(s: &Shared, jobs: &[Delivery]) -> Result<Vec<Pending<Acked>>, QueueError> {

@@ -107,16 +107,13 @@ impl Lanes {
     }
 
     /// Queues calls in the lanes of their jobs' partitions.
-    pub(super) fn add_schedules(&mut self, ctx: &Ctx, calls: Vec<Call<ScheduleJob>>) {
-        route(&mut self.schedule, ctx, calls);
-    }
-
-    pub(super) fn add_cancel(&mut self, ctx: &Ctx, call: Call<CancelJob>) {
-        route(&mut self.cancel, ctx, [call]);
-    }
-
-    pub(super) fn add_acks(&mut self, ctx: &Ctx, calls: Vec<Call<AckJob>>) {
-        route(&mut self.ack, ctx, calls);
+    /// Queues calls in the lanes of their jobs' partitions.
+    pub(super) fn add<J: Batched>(&mut self, ctx: &Ctx, calls: impl IntoIterator<Item = Call<J>>) {
+        let lanes = J::lanes(self);
+        for call in calls {
+            let part = ctx.parts().of(call.job.id());
+            lanes[part].waiting.push_back(call);
+        }
     }
 
     fn done(&mut self, lane: LaneId) -> bool {
@@ -210,13 +207,6 @@ pub(super) struct Slot<'a> {
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         self.set.give_back(self.lane);
-    }
-}
-
-fn route<J: Batched>(lanes: &mut [Lane<J>], ctx: &Ctx, calls: impl IntoIterator<Item = Call<J>>) {
-    for call in calls {
-        let part = ctx.parts().of(call.job.id());
-        lanes[part].waiting.push_back(call);
     }
 }
 

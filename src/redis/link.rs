@@ -303,9 +303,9 @@ pub(super) async fn serve(io: Io, lanes: Arc<LaneSet>, mut rx: mpsc::UnboundedRe
         let mut next = request;
         while let Some(request) = next.take().or_else(|| rx.try_recv().ok()) {
             match request {
-                Request::Schedule(calls) => lanes.lock().add_schedules(&io.ctx, calls),
-                Request::Cancel(call) => lanes.lock().add_cancel(&io.ctx, call),
-                Request::Ack(calls) => lanes.lock().add_acks(&io.ctx, calls),
+                Request::Schedule(calls) => lanes.lock().add(&io.ctx, calls),
+                Request::Cancel(call) => lanes.lock().add(&io.ctx, [call]),
+                Request::Ack(calls) => lanes.lock().add(&io.ctx, calls),
                 Request::Task(task) => {
                     tasks.spawn(task(io.clone()));
                 }
