@@ -27,7 +27,7 @@ use super::journal::{
     inspect, io_at, replay, spawn_flusher, Job, JournalError, Log, RunAndRecord, SyncPolicy,
 };
 use super::keys::Keys;
-use super::lock::JournalLock;
+use super::lock::{journal_path, JournalLock};
 use super::payload::Payload;
 use super::recurring::sort_pending;
 use super::schedulers::Schedulers;
@@ -181,7 +181,7 @@ where
         clock: impl Clock,
         handler: impl Fn(T) + Send + Sync + 'static,
     ) -> Result<(Self, Recovery<T>), JournalError> {
-        let path = path.as_ref();
+        let path = &journal_path(path.as_ref())?;
         // A foreign file or a directory is refused before anything is
         // created beside it.
         let found = inspect(path)?;

@@ -48,7 +48,11 @@ pub(super) use super::replay::{inspect, replay};
 pub enum SyncPolicy {
     /// After every record, before the call that wrote it returns.
     Always,
-    /// At most this long after a record is written, by a background thread.
+    /// At most this long after a record is written, by a background thread
+    /// that sleeps while nothing is written, whatever the interval. Zero
+    /// syncs as soon as that thread runs; an interval too long for the
+    /// clock to add (as `Duration::MAX`) syncs only when the timer is
+    /// dropped.
     Every(Duration),
     /// Never explicitly: the operating system writes back when it likes.
     Never,

@@ -8,9 +8,15 @@
 //! renames a new file over the journal and a lock on the old file would no
 //! longer guard the path. Locks belong to an open file, not a process, so
 //! a second `open` in the same process is refused like one in another
-//! process. The lock file holds the owner's process id, read only to name
-//! the owner in a second opener's error; it is never deleted (deleting it
-//! would let two openers lock two different files).
+//! process.
+//!
+//! The lock file holds the owner's process id, read only to name the owner
+//! in a second opener's error. It is never deleted (deleting it would let
+//! two openers lock two different files), and a file of that name that
+//! holds anything else is somebody's own: `open` refuses it rather than
+//! overwrite it. A journal opened through a symbolic link is the link's
+//! target ([`journal_path`]), so the lock file and compaction's rename
+//! name one file whichever path was given.
 
 use alloc::borrow::ToOwned;
 use alloc::format;
@@ -62,11 +68,46 @@ impl JournalLock {
             }
             Err(fs4::TryLockError::Error(err)) => return Err(at(err)),
         }
+        // Ours holds a process id or nothing (a crash while creating it);
+        // anything else is somebody's file, not to be overwritten.
+        let mut text = alloc::vec::Vec::new();
+        file.read_to_end(&mut text).map_err(at)?;
+        if text.len() > 32 || !text.iter().all(|b| b.is_ascii_digit() || *b == b'\n') {
+            let err = std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "exists and is not a journal's lock file; move it or open another path",
+            );
+            return Err(at(err));
+        }
         file.set_len(0).map_err(at)?;
+        std::io::Seek::rewind(&mut file).map_err(at)?;
         file.write_all(format!("{}\n", std::process::id()).as_bytes())
             .map_err(at)?;
         Ok(JournalLock { file })
     }
+}
+
+/// The file a journal path names: `path` with its symbolic links followed
+/// (a dangling link names the file it would create). Without this, `j` and
+/// a link to it would lock two different files, and compaction would
+/// replace the link rather than the journal.
+pub(super) fn journal_path(path: &Path) -> Result<PathBuf, JournalError> {
+    let mut file = path.to_path_buf();
+    // Linux's own limit on links followed in one lookup.
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&file) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&file).map_err(|err| io_at(&file, err))?;
+                file = match file.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(file),
+        }
+    }
+    let err = std::io::Error::new(std::io::ErrorKind::InvalidInput, "too many symbolic links");
+    Err(io_at(path, err))
 }
 
 /// `<journal>.lock`, beside the journal.

@@ -44,7 +44,8 @@ pub enum Outcome {
     CaughtUp {
         /// The restored timer.
         handle: TimerHandle,
-        /// Runs whose due time had passed.
+        /// Runs whose due time had passed (`u64::MAX` if more: a 1 ns
+        /// period from `SystemTime`'s far past).
         missed: u64,
         /// Of those, the most that will run now.
         made_up: u64,

@@ -33,8 +33,14 @@ pub(super) fn inspect(path: &Path) -> Result<Found, JournalError> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Found::Nothing),
         Err(err) => return Err(io_at(path, err)),
     };
-    if meta.is_dir() {
-        let err = io::Error::new(io::ErrorKind::InvalidInput, "is a directory");
+    if !meta.is_file() {
+        // A device or a pipe would be replaced by compaction's rename.
+        let what = if meta.is_dir() {
+            "is a directory"
+        } else {
+            "is not a regular file"
+        };
+        let err = io::Error::new(io::ErrorKind::InvalidInput, what);
         return Err(io_at(path, err));
     }
     if meta.len() == 0 {

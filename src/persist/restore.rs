@@ -174,27 +174,17 @@ where
         let late = epoch.wall.duration_since(job.due).ok();
         let period = repeat.period.max(Duration::from_nanos(1));
         // Runs whose due time has passed: the one at `due`, and one per
-        // whole period since.
-        let overdue = late.map_or(0, |late| {
-            u64::try_from(late.as_nanos() / period.as_nanos())
-                .unwrap_or(u64::MAX)
-                .saturating_add(1)
-        });
-        let skipped = match repeat.missed {
-            MissedTicks::Burst => overdue.saturating_sub(policy.max_catch_up),
-            MissedTicks::Skip | MissedTicks::Delay => 0,
-        };
+        // whole period since. Counted in 128 bits: a 1 ns period from
+        // `SystemTime`'s far past is more than 2^64 runs behind, and a
+        // count that saturated would put the grid's start in the past.
+        let overdue = late.map_or(0, |late| late.as_nanos() / period.as_nanos() + 1);
         let made_up = match repeat.missed {
-            MissedTicks::Burst => overdue - skipped,
+            MissedTicks::Burst => overdue.min(u128::from(policy.max_catch_up)),
             MissedTicks::Skip | MissedTicks::Delay => overdue.min(1),
         };
         // The first run to schedule, on the grid `due + n × period`: after
-        // the skipped runs (Burst), or the last one due (Skip and Delay,
-        // which make up one). Never before `due` nor after now.
-        let n = match repeat.missed {
-            MissedTicks::Burst => skipped,
-            MissedTicks::Skip | MissedTicks::Delay => overdue.saturating_sub(1),
-        };
+        // the runs not made up. Never before `due` nor after now.
+        let n = overdue - made_up;
         let first = on_grid(job.due, period, n).unwrap_or(epoch.wall);
         let is_missed = late.is_some_and(|late| late > policy.threshold);
         let value = job.value.clone();
@@ -207,8 +197,8 @@ where
         ) {
             Ok(handle) if is_missed => Ok(Outcome::CaughtUp {
                 handle,
-                missed: overdue,
-                made_up,
+                missed: u64::try_from(overdue).unwrap_or(u64::MAX),
+                made_up: u64::try_from(made_up).unwrap_or(u64::MAX),
             }),
             Ok(handle) => Ok(Outcome::Scheduled(handle)),
             Err(err) => Err((err.kind(), job)),
@@ -219,8 +209,8 @@ where
 /// `due + n × period`, exact for any `n` (in 128-bit nanoseconds: a 1 ms
 /// job down for 60 days is more than 2^32 periods behind); `None` past
 /// what `SystemTime` holds.
-fn on_grid(due: SystemTime, period: Duration, n: u64) -> Option<SystemTime> {
-    let nanos = period.as_nanos().checked_mul(u128::from(n))?;
+fn on_grid(due: SystemTime, period: Duration, n: u128) -> Option<SystemTime> {
+    let nanos = period.as_nanos().checked_mul(n)?;
     let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
     let shift = Duration::new(secs, (nanos % 1_000_000_000) as u32);
     due.checked_add(shift)

@@ -178,6 +178,16 @@ fn files_that_are_not_journals_are_refused_and_left_alone() {
         matches!(err, JournalError::Version { found: 9, .. }),
         "{err}"
     );
+    // Today's bug: a device or a socket (empty to `metadata`) was taken for
+    // an empty journal, and compaction renamed a file over it (/dev/null).
+    let socket = dir.path("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let err = DurableTimer::<u64>::open(&socket, SyncPolicy::Never, &Default::default(), |_| {})
+        .unwrap_err();
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+    let kind = std::fs::symlink_metadata(&socket).unwrap().file_type();
+    assert!(std::os::unix::fs::FileTypeExt::is_socket(&kind));
+    assert!(!dir.path("socket.lock").exists());
 }
 
 /// A small xorshift: the tests need no cryptographic randomness, only a

@@ -110,6 +110,34 @@ fn another_process_is_refused_until_the_owner_is_killed() {
     assert_eq!(timer.pending(), 1);
 }
 
+/// Today's bug: a link to the journal locked `link.lock`, so the journal
+/// had two owners; and compaction renamed its new file over the link.
+#[test]
+fn a_journal_has_one_owner_whichever_link_names_it() {
+    let dir = Scratch::new("lock-links");
+    let path = dir.path("orders.journal");
+    let link = dir.path("link");
+    let chain = dir.path("chain");
+    // Made before the journal: a dangling link names the file it creates.
+    std::os::unix::fs::symlink("orders.journal", &link).unwrap();
+    std::os::unix::fs::symlink(&link, &chain).unwrap();
+    let (owner, _, _) = open(&chain).unwrap();
+    assert!(path.is_file(), "the journal is the links' target");
+    for other in [&path, &link, &chain] {
+        match open(other) {
+            Err(JournalError::Locked { path: p, .. }) => assert_eq!(p, path),
+            result => panic!("{}: {:?}", other.display(), result.map(|_| ())),
+        }
+    }
+    owner.schedule(Duration::from_secs(3600), 1).unwrap();
+    owner.compact().unwrap();
+    drop(owner);
+    let kind = std::fs::symlink_metadata(&link).unwrap().file_type();
+    assert!(kind.is_symlink(), "compaction replaced the link");
+    let (timer, restored, _) = open(&path).unwrap();
+    assert_eq!((restored, timer.pending()), (1, 1));
+}
+
 /// CRC-32 (IEEE), as the journal frames records, to forge one below.
 fn crc32(bytes: &[u8]) -> u32 {
     let mut crc = !0u32;
@@ -276,6 +304,13 @@ fn compaction_never_overwrites_a_file_it_did_not_create() {
     assert!(!stale.exists(), "the crashed owner's compaction file stays");
     let (_, restored, _) = open(&path).unwrap();
     assert_eq!(restored, 1);
+
+    // Nor the lock's name: a `k.lock` of somebody's is refused, kept whole.
+    let theirs = dir.path("k.lock");
+    std::fs::write(&theirs, b"deploy notes").unwrap();
+    let err = open(&dir.path("k")).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("k.lock"), "{err}");
+    assert_eq!(std::fs::read(&theirs).unwrap(), b"deploy notes");
 
     let err = open(Path::new("")).map(|_| ()).unwrap_err();
     assert!(matches!(err, JournalError::Io(_)), "{err}");

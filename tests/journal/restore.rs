@@ -258,6 +258,51 @@ fn catching_up_past_two_to_the_32_periods_stays_exact_and_on_the_grid() {
     }
 }
 
+/// At `SystemTime`'s far past a 1 ns job is more than 2^64 runs behind.
+/// Today's bug: the count saturated, the grid's start landed 584 years
+/// after `due` (still long past), and the timer made up runs forever.
+#[test]
+fn catching_up_from_the_far_past_of_system_time_ends() {
+    let far = Duration::from_secs(i64::MAX as u64 - 4_000_000_000);
+    let (done, finished) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        for (missed, want_now) in [(MissedTicks::Burst, 5), (MissedTicks::Skip, 1)] {
+            let due = SystemTime::UNIX_EPOCH - far;
+            let job = PendingJob {
+                due,
+                repeat: Some(Repeat {
+                    period: Duration::from_nanos(1),
+                    missed,
+                }),
+                value: 7,
+            };
+            let snapshot = Snapshot {
+                version: Snapshot::<u32>::VERSION,
+                taken_at: due,
+                jobs: vec![job],
+            };
+            let after = node(noon());
+            let policy = MisfirePolicy::default().max_catch_up(5);
+            let report = after.timer.restore(snapshot, &policy).unwrap();
+            let Outcome::CaughtUp {
+                missed: m, made_up, ..
+            } = report.outcomes[0]
+            else {
+                panic!("{:?}", report.outcomes);
+            };
+            assert_eq!((m, made_up), (u64::MAX, want_now), "{missed:?}");
+            assert_eq!(after.run(Duration::ZERO).len() as u64, want_now);
+            // Then one run per tick at most: the grid starts now.
+            let next = after.run(MS).len();
+            assert!((1..=1_001).contains(&next), "{missed:?}: {next}");
+        }
+        done.send(()).unwrap();
+    });
+    finished
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the catch-up never ended");
+}
+
 /// A fixed-rate job that missed 600 runs makes up at most `max_catch_up`
 /// of them (Burst), or one (Skip), and then stays on its grid.
 #[test]
