@@ -39,6 +39,20 @@ use crate::Geometry;
 /// ```
 pub const DEFAULT_SLACK: Duration = Duration::from_millis(1);
 
+/// The widest slack: one hour. A longer one ([`Builder::slack`],
+/// [`Timer::with_slack`]) is this: a window is there to batch wake-ups,
+/// and a slack of `Duration::MAX` would let a lone timer wait for ever.
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::timer::MAX_SLACK;
+///
+/// let timer = tickwheel::Timer::new()?;
+/// assert_eq!(timer.with_slack(Duration::MAX).slack(), MAX_SLACK);
+/// # Ok::<(), tickwheel::timer::BuildError>(())
+/// ```
+pub const MAX_SLACK: Duration = Duration::from_secs(3600);
+
 /// Builds a [`Timer`]: tick, default slack, geometry, shards,
 /// `max_pending`, executor, driver thread name, clock, and the hook for
 /// values that cannot be delivered.
@@ -133,7 +147,8 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// inside `[deadline, deadline + slack]` unless the driver is starved;
     /// [`Timer::with_slack`] gives a handle with another slack. Default
     /// [`DEFAULT_SLACK`], 1 ms; rounded down to whole ticks, so a slack
-    /// below one tick is zero (no error: the window only narrows).
+    /// below one tick is zero, and at most [`MAX_SLACK`] (no error: the
+    /// window only narrows).
     ///
     /// ```
     /// # use std::time::Duration;
@@ -310,14 +325,12 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
             return Err(BuildError::ThreadName(self.thread_name));
         }
         let time = TimeSource::new(self.clock, self.tick).map_err(BuildError::Tick)?;
-        let classes = Classes::new(
-            time.slack_ticks(self.slack),
-            time.slack_ticks(Classes::MAX_LEAD),
-        );
+        let slack = time.slack_ticks(self.slack.min(MAX_SLACK));
+        let classes = Classes::new(slack, time.slack_ticks(Classes::MAX_LEAD));
         if !self.learn_lead {
             classes.keep_fixed_lead();
         }
-        let class = classes.class_of(time.slack_ticks(self.slack));
+        let class = classes.class_of(slack);
         let shards = match self.shards {
             Some(n) if n == 0 || n > 1024 => return Err(BuildError::Shards(n)),
             Some(n) => n.next_power_of_two(),

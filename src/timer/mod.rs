@@ -63,7 +63,7 @@ mod sync;
 mod time;
 
 pub use api::Timer;
-pub use builder::{delay_queue, Builder, DelayQueue, DEFAULT_SLACK};
+pub use builder::{delay_queue, Builder, DelayQueue, DEFAULT_SLACK, MAX_SLACK};
 #[cfg(any(feature = "test-util", all(loom, test)))]
 pub use clock::ManualClock;
 pub use clock::{Clock, SpinningClock, SystemClock};

@@ -322,3 +322,26 @@ fn a_slack_past_the_first_sixteen_rounds_down_to_a_power_of_two() {
     assert_eq!(timer.slack(), MS, "the default keeps its own");
     assert_eq!(timer.with_slack(2 * MS).slack(), 2 * MS, "still exact");
 }
+
+/// Today's bug: a slack of `Duration::MAX` let a lone timer's window end
+/// never, so the driver never woke for it. A slack is at most an hour.
+#[test]
+fn a_lone_timer_with_the_widest_slack_fires_within_the_hour() {
+    let max = tickwheel::timer::MAX_SLACK;
+    let (clock, timer, fired) = recording_timer::<u32>();
+    let loose = timer.with_slack(Duration::MAX);
+    assert_eq!(loose.slack(), max);
+    let start = clock.now();
+    loose.schedule(MS, 1).unwrap();
+    timer.sync();
+    while fired.is_empty() {
+        let woke = clock
+            .advance_to_next_wake(Duration::from_secs(10))
+            .expect("the driver never woke for the timer");
+        assert!(woke - start <= MS + max);
+        timer.sync();
+    }
+    let (value, deadline, at) = fired.recv().unwrap();
+    assert_eq!((value, deadline), (1, start + MS));
+    assert!(at >= deadline && at - deadline <= max);
+}
