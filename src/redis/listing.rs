@@ -157,7 +157,7 @@ pub(super) fn page(
     after: Option<&Cursor>,
 ) -> Result<Pending<Page>, QueueError> {
     if limit == 0 || limit > MAX_PAGE {
-        return Err(QueueError::Argument("a page holds from 1 to MAX_PAGE jobs"));
+        return Err(QueueError::Argument("a page holds from 1 to 1,000 jobs"));
     }
     // ZCOUNT's upper bound for the members below the range.
     let below = match range.0 {

@@ -166,6 +166,8 @@ pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(365 * 24 * 3600);
 pub const MAX_BATCH: usize = 1000;
 /// The most entries one listing returns (`Queue::dead_letters`).
 pub const MAX_PAGE: usize = 1000;
+// The argument errors of pages and purges say this number in words.
+const _: () = assert!(MAX_PAGE == 1000);
 
 /// A snapshot of one process's counters for a queue, from
 /// [`Queue::metrics`].

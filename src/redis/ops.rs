@@ -387,9 +387,7 @@ fn read_job(id: String, reply: Value) -> Result<Option<JobInfo>, QueueError> {
 
 pub(super) fn purge_dead(s: &Shared, limit: usize) -> Result<Pending<usize>, QueueError> {
     if limit == 0 || limit > MAX_PAGE {
-        return Err(QueueError::Argument(
-            "a purge removes from 1 to MAX_PAGE jobs",
-        ));
+        return Err(QueueError::Argument("a purge removes from 1 to 1,000 jobs"));
     }
     Ok(s.task(move |io, reply| async move {
         // Partition by partition, until `limit` are gone.
