@@ -189,6 +189,12 @@ impl<T> Wheel<T> {
     /// only a bound rarely reached, use [`new`](Self::new) and let the
     /// wheel grow.
     ///
+    /// # Panics
+    ///
+    /// If the room's size in bytes overflows `usize`, as
+    /// `Vec::with_capacity` does (and, like any allocation, the process
+    /// aborts if the memory is not there).
+    ///
     /// ```
     /// let mut wheel = tickwheel::Wheel::with_capacity(1_000);
     /// let capacity = wheel.capacity();
@@ -204,6 +210,10 @@ impl<T> Wheel<T> {
 
     /// An empty wheel of the given shape and capacity, its room written
     /// once as [`with_capacity`](Self::with_capacity) does.
+    ///
+    /// # Panics
+    ///
+    /// As [`with_capacity`](Self::with_capacity).
     ///
     /// ```
     /// use tickwheel::{Geometry, Wheel};
