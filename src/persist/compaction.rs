@@ -67,7 +67,8 @@ const TEMP_INFIX: &str = ".compacting-";
 
 /// Removes compaction files that a crashed owner of the journal at `path`
 /// left behind. Only the lock's holder calls it, and only names of the
-/// form [`temp_path`] makes are touched.
+/// form [`temp_path`] makes are touched, unless a journal has that name
+/// (its `.lock` file says so).
 pub(super) fn remove_stale_temps(path: &Path) {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return;
@@ -96,7 +97,11 @@ pub(super) fn remove_stale_temps(path: &Path) {
                         && n.bytes().all(|b| b.is_ascii_digit())
                 })
             });
-        if ours && entry.file_type().is_ok_and(|t| t.is_file()) {
+        // A journal of that name has a `.lock` beside it; a temp never does.
+        let mut lock = entry.path().into_os_string();
+        lock.push(".lock");
+        let journal = Path::new(&lock).exists();
+        if ours && !journal && entry.file_type().is_ok_and(|t| t.is_file()) {
             let _ = fs::remove_file(entry.path());
         }
     }

@@ -296,12 +296,19 @@ fn compaction_never_overwrites_a_file_it_did_not_create() {
     std::fs::write(&bystander, b"someone else's").unwrap();
     let stale = dir.path("j.compacting-1-2"); // a crashed owner's leftover
     std::fs::write(&stale, b"half a journal").unwrap();
+    // A journal whose name looks like a leftover (it has its `.lock`).
+    let lookalike = dir.path("j.compacting-3-4");
+    let (other, _, _) = open(&lookalike).unwrap();
+    other.schedule(Duration::from_secs(3600), 9).unwrap();
+    drop(other);
     let (timer, _, _) = open(&path).unwrap();
     timer.schedule(Duration::from_secs(3600), 1).unwrap();
     timer.compact().unwrap();
     drop(timer);
     assert_eq!(std::fs::read(&bystander).unwrap(), b"someone else's");
     assert!(!stale.exists(), "the crashed owner's compaction file stays");
+    let (_, restored, _) = open(&lookalike).unwrap();
+    assert_eq!(restored, 1, "a journal named like a leftover was removed");
     let (_, restored, _) = open(&path).unwrap();
     assert_eq!(restored, 1);
 
