@@ -24,7 +24,8 @@ use super::format::{Record, MAX_PAYLOAD};
 use super::handle::{DurableHandle, Recovery};
 use super::job::job_policy;
 use super::journal::{
-    inspect, io_at, replay, spawn_flusher, Job, JournalError, Log, RunAndRecord, SyncPolicy,
+    inspect, io_at, replay, spawn_flusher, AppendError, Job, JournalError, Log, RunAndRecord,
+    SyncPolicy,
 };
 use super::keys::Keys;
 use super::lock::{journal_path, JournalLock};
@@ -260,7 +261,10 @@ where
         metric!(durable.log.metrics.restored(&report.outcomes));
         for ((id, key), outcome) in ids.into_iter().zip(&report.outcomes) {
             if matches!(outcome, Outcome::Discarded | Outcome::DeadLettered) {
-                durable.log.append(Record::Cancel { id })?;
+                durable
+                    .log
+                    .append(Record::Cancel { id })
+                    .map_err(io::Error::from)?;
             }
             if let (Some(key), Some(handle)) = (key, outcome.handle()) {
                 let handle = DurableHandle { handle, id };
@@ -324,7 +328,10 @@ where
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let record = Record::Schedule { id, due, payload };
-        if self.log.append(record).is_err() {
+        if let Err(err) = self.log.append(record) {
+            if let AppendError::Unsynced(_) = err {
+                self.log.write_off(id);
+            }
             return Err(ScheduleError::new(ScheduleErrorKind::Journal, value));
         }
         match self.timer.schedule_at(
@@ -342,7 +349,7 @@ where
             }
             Err(err) => {
                 // Written off, so a restart does not resurrect it.
-                let _ = self.log.append(Record::Cancel { id });
+                self.log.write_off(id);
                 Err(err.map(|job| job.value))
             }
         }
@@ -351,7 +358,9 @@ where
     /// Cancels a job: `Some(value)` if it will never run, `None` if it has
     /// run or is running, or the handle is stale. The cancel is in the
     /// journal before the timer acts, so a cancelled job never comes back
-    /// after a restart.
+    /// after a restart; if the journal cannot take it (a full disk), the
+    /// answer is `None` and the job stays pending (counted in
+    /// [`write_errors`](Self::write_errors)).
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("tickwheel-cancel-doc-{}", std::process::id()));
@@ -366,8 +375,16 @@ where
         if !self.timer.is_pending(handle.handle) {
             return None;
         }
-        if self.log.append(Record::Cancel { id: handle.id }).is_err() {
-            self.log.write_failed();
+        match self.log.append(Record::Cancel { id: handle.id }) {
+            Ok(()) => {}
+            // Not in the journal: a cancel now would be undone by the next
+            // open, so the job stays pending.
+            Err(AppendError::Unwritten(_)) => {
+                self.log.write_failed();
+                return None;
+            }
+            // In effect, though the disk did not confirm it.
+            Err(AppendError::Unsynced(_)) => self.log.write_failed(),
         }
         self.timer.cancel(handle.handle).map(|job| {
             if let Some(key) = &job.key {
@@ -380,8 +397,9 @@ where
 
     /// Moves a pending job to `delay` from now; `false` if it has run, is
     /// running, or the handle is stale, or if `delay` takes the due time
-    /// past what the clock can represent (`Duration::MAX`): the job then
-    /// keeps the time it had.
+    /// past what the clock can represent (`Duration::MAX`) or the journal
+    /// cannot take the reset (a full disk): the job then keeps the time it
+    /// had.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("tickwheel-reset-doc-{}", std::process::id()));
@@ -401,13 +419,14 @@ where
             // Refused: the job keeps the time it had.
             return false;
         };
-        if self
-            .log
-            .append(Record::Reset { id: handle.id, due })
-            .is_err()
-        {
-            self.log.write_failed();
-            return false;
+        match self.log.append(Record::Reset { id: handle.id, due }) {
+            Ok(()) => {}
+            Err(AppendError::Unwritten(_)) => {
+                self.log.write_failed();
+                return false;
+            }
+            // In effect, though the disk did not confirm it.
+            Err(AppendError::Unsynced(_)) => self.log.write_failed(),
         }
         let moved = self.timer.reset_at(handle.handle, deadline);
         metric!(if moved {

@@ -90,6 +90,25 @@ pub(super) struct Log {
     pub(super) metrics: JournalMetrics,
 }
 
+/// Why a record's append failed.
+#[derive(Debug)]
+pub(super) enum AppendError {
+    /// Nothing of the record is in the journal: the write failed (disk
+    /// full, ...), and whatever part of it was written is cut off again.
+    Unwritten(io::Error),
+    /// The record is written and in effect (compaction keeps it), but the
+    /// disk did not confirm it (`SyncPolicy::Always`'s fsync failed).
+    Unsynced(io::Error),
+}
+
+impl From<AppendError> for io::Error {
+    fn from(err: AppendError) -> io::Error {
+        match err {
+            AppendError::Unwritten(err) | AppendError::Unsynced(err) => err,
+        }
+    }
+}
+
 struct Journal {
     /// Shared with a syncer, which fsyncs outside the lock.
     file: Arc<File>,
@@ -178,19 +197,31 @@ impl Log {
         drop(lock(&self.lock).take());
     }
 
+    /// Makes sure job `id` never runs after a restart, when its schedule
+    /// cannot stand (its record was not synced, or the timer refused the
+    /// job): a cancel record, and if even that cannot be written, the job
+    /// leaves what compaction writes.
+    pub(super) fn write_off(&self, id: u64) {
+        if let Err(AppendError::Unwritten(_)) = self.append(Record::Cancel { id }) {
+            lock(&self.state).folded.apply(Record::Cancel { id });
+        }
+    }
+
     /// Appends one record and syncs as the policy says; compacts the file
     /// when it has grown past the floor and is mostly finished jobs.
-    pub(super) fn append(&self, record: Record) -> io::Result<()> {
+    pub(super) fn append(&self, record: Record) -> Result<(), AppendError> {
         let mut bytes = Vec::with_capacity(64);
         format::encode(&record, &mut bytes);
         let (appended, _published) = {
             let mut journal = lock(&self.state);
             let mut file: &File = &journal.file;
             if let Err(err) = file.write_all(&bytes) {
-                // A partial write leaves a torn record, which a replay
-                // skips; later records still decode after it.
+                // Cut off what part of the record got written (the file
+                // is in append mode): nothing of it stays. If that fails
+                // too, the torn record stays, and a replay skips it.
+                let _ = file.set_len(journal.len);
                 journal.len = file.metadata().map_or(journal.len, |meta| meta.len());
-                return Err(err);
+                return Err(AppendError::Unwritten(err));
             }
             journal.len += bytes.len() as u64;
             journal.appends += 1;
@@ -215,7 +246,7 @@ impl Log {
         };
         metric!(self.publish(_published.0, _published.1));
         match self.sync {
-            SyncPolicy::Always => self.sync_through(appended),
+            SyncPolicy::Always => self.sync_through(appended).map_err(AppendError::Unsynced),
             SyncPolicy::Every(_) => {
                 if !self.dirty.swap(true, Ordering::AcqRel) {
                     if let Some(flusher) = self.flusher.get() {

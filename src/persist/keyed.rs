@@ -14,6 +14,7 @@ use super::durable::DurableTimer;
 use super::format::{Record, MAX_KEY, MAX_PAYLOAD};
 use super::handle::DurableHandle;
 use super::job::Job;
+use super::journal::AppendError;
 use super::payload::Payload;
 use crate::metrics::metric;
 use crate::timer::{ScheduleError, ScheduleErrorKind};
@@ -107,7 +108,10 @@ where
             key: String::from(&*key),
             payload,
         };
-        if self.log.append(record).is_err() {
+        if let Err(err) = self.log.append(record) {
+            if let AppendError::Unsynced(_) = err {
+                self.log.write_off(id);
+            }
             self.keys.unreserve(&key);
             return Err(ScheduleError::new(ScheduleErrorKind::Journal, value));
         }
@@ -129,7 +133,7 @@ where
                 Ok(handle)
             }
             Err(err) => {
-                let _ = self.log.append(Record::Cancel { id });
+                self.log.write_off(id);
                 self.keys.unreserve(&key);
                 Err(err.map(|job| job.value))
             }
@@ -138,7 +142,8 @@ where
 
     /// Cancels the pending job scheduled under `key`: `Some(value)` if it
     /// will never run, `None` if no pending job has the key (it ran, is
-    /// running, was cancelled, or never was). Works after a restart: the
+    /// running, was cancelled, or never was) or the journal cannot take the
+    /// cancel, as [`cancel`](Self::cancel) says. Works after a restart: the
     /// key is in the journal.
     ///
     /// ```

@@ -12,6 +12,7 @@ use super::durable::DurableTimer;
 use super::folded::Folded;
 use super::format::{payload_room, Named, Record, MAX_KEY, MAX_TIMETABLE};
 use super::job::Job;
+use super::journal::AppendError;
 use super::payload::Payload;
 use super::schedulers::{
     deadline_of, first_at_open, micros, newest_per_key, wall_at, Entry, Found,
@@ -133,7 +134,10 @@ where
             timetable,
             payload: payload.clone(),
         };
-        if self.log.append(record).is_err() {
+        if let Err(err) = self.log.append(record) {
+            if let AppendError::Unsynced(_) = err {
+                self.log.write_off(id);
+            }
             return refuse(ScheduleErrorKind::Journal, value);
         }
         let key: Arc<str> = Arc::from(key);
@@ -157,7 +161,7 @@ where
             Ok(replaced) => replaced,
             Err(err) => {
                 // Written off; the scheduler it would replace stands.
-                let _ = self.log.append(Record::Cancel { id });
+                self.log.write_off(id);
                 return Err(err.map(|job| job.value));
             }
         };
@@ -176,7 +180,9 @@ where
 
     /// Removes the job scheduler `key`: `true` if there was one (its next
     /// run is cancelled; a run in progress finishes and makes no next
-    /// one). The removal is in the journal before the timer acts.
+    /// one). The removal is in the journal before the timer acts; if the
+    /// journal cannot take it (a full disk), the answer is `false` and the
+    /// scheduler stays.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("tickwheel-unschedule-doc-{}", std::process::id()));
@@ -194,8 +200,14 @@ where
         let Some(id) = self.schedulers.id_of(key) else {
             return false;
         };
-        if self.log.append(Record::Cancel { id }).is_err() {
-            self.log.write_failed();
+        match self.log.append(Record::Cancel { id }) {
+            Ok(()) => {}
+            // Not in the journal: the next open would bring it back.
+            Err(AppendError::Unwritten(_)) => {
+                self.log.write_failed();
+                return false;
+            }
+            Err(AppendError::Unsynced(_)) => self.log.write_failed(),
         }
         if let Some(handle) = self.schedulers.take(key, id).and_then(|e| e.handle) {
             self.timer.cancel(handle);

@@ -7,9 +7,11 @@ use std::io;
 use super::DurableTimer;
 
 impl<T: Send + 'static> DurableTimer<T> {
-    /// Records that could not be written from the driver thread (a `done`
-    /// after a run) or synced by the background flusher. Each such job may
-    /// run again after a restart.
+    /// Records that could not be written or synced where the call could
+    /// not say so: a `done` after a run (the job may run again after a
+    /// restart), the background flusher's syncs, and the cancels, resets
+    /// and scheduler removals that answered `None` or `false` because the
+    /// journal could not take them (a full disk).
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("tickwheel-errors-doc-{}", std::process::id()));
