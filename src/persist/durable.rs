@@ -24,8 +24,7 @@ use super::format::{Record, MAX_PAYLOAD};
 use super::handle::{DurableHandle, Recovery};
 use super::job::job_policy;
 use super::journal::{
-    inspect, io_at, replay, spawn_flusher, AppendError, Job, JournalError, Log, RunAndRecord,
-    SyncPolicy,
+    inspect, io_at, replay, spawn_flusher, Job, JournalError, Log, RunAndRecord, SyncPolicy,
 };
 use super::keys::Keys;
 use super::lock::{journal_path, JournalLock};
@@ -328,10 +327,7 @@ where
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let record = Record::Schedule { id, due, payload };
-        if let Err(err) = self.log.append(record) {
-            if let AppendError::Unsynced(_) = err {
-                self.log.write_off(id);
-            }
+        if !self.log.append_job(id, record) {
             return Err(ScheduleError::new(ScheduleErrorKind::Journal, value));
         }
         match self.timer.schedule_at(
@@ -375,16 +371,8 @@ where
         if !self.timer.is_pending(handle.handle) {
             return None;
         }
-        match self.log.append(Record::Cancel { id: handle.id }) {
-            Ok(()) => {}
-            // Not in the journal: a cancel now would be undone by the next
-            // open, so the job stays pending.
-            Err(AppendError::Unwritten(_)) => {
-                self.log.write_failed();
-                return None;
-            }
-            // In effect, though the disk did not confirm it.
-            Err(AppendError::Unsynced(_)) => self.log.write_failed(),
+        if !self.log.append_or_refuse(Record::Cancel { id: handle.id }) {
+            return None; // the job stays pending
         }
         self.timer.cancel(handle.handle).map(|job| {
             if let Some(key) = &job.key {
@@ -419,14 +407,11 @@ where
             // Refused: the job keeps the time it had.
             return false;
         };
-        match self.log.append(Record::Reset { id: handle.id, due }) {
-            Ok(()) => {}
-            Err(AppendError::Unwritten(_)) => {
-                self.log.write_failed();
-                return false;
-            }
-            // In effect, though the disk did not confirm it.
-            Err(AppendError::Unsynced(_)) => self.log.write_failed(),
+        if !self
+            .log
+            .append_or_refuse(Record::Reset { id: handle.id, due })
+        {
+            return false;
         }
         let moved = self.timer.reset_at(handle.handle, deadline);
         metric!(if moved {

@@ -197,6 +197,35 @@ impl Log {
         drop(lock(&self.lock).take());
     }
 
+    /// Appends a job's schedule record: `false` if the job must be
+    /// refused. One written but not synced is written off, so that an
+    /// `Err` still means the job never runs.
+    pub(super) fn append_job(&self, id: u64, record: Record) -> bool {
+        match self.append(record) {
+            Ok(()) => true,
+            Err(AppendError::Unsynced(_)) => {
+                self.write_off(id);
+                false
+            }
+            Err(AppendError::Unwritten(_)) => false,
+        }
+    }
+
+    /// Appends the record of a call that cannot say why it failed (a
+    /// cancel, a reset, a scheduler's removal): `true` if the call may go
+    /// ahead, its record in effect (written, if perhaps not synced);
+    /// `false` if nothing of it is in the journal, so acting now would be
+    /// undone by the next open. A failure counts in `write_errors`.
+    pub(super) fn append_or_refuse(&self, record: Record) -> bool {
+        match self.append(record) {
+            Ok(()) => true,
+            Err(err) => {
+                self.write_failed();
+                matches!(err, AppendError::Unsynced(_))
+            }
+        }
+    }
+
     /// Makes sure job `id` never runs after a restart, when its schedule
     /// cannot stand (its record was not synced, or the timer refused the
     /// job): a cancel record, and if even that cannot be written, the job

@@ -14,7 +14,6 @@ use super::durable::DurableTimer;
 use super::format::{Record, MAX_KEY, MAX_PAYLOAD};
 use super::handle::DurableHandle;
 use super::job::Job;
-use super::journal::AppendError;
 use super::payload::Payload;
 use crate::metrics::metric;
 use crate::timer::{ScheduleError, ScheduleErrorKind};
@@ -108,10 +107,7 @@ where
             key: String::from(&*key),
             payload,
         };
-        if let Err(err) = self.log.append(record) {
-            if let AppendError::Unsynced(_) = err {
-                self.log.write_off(id);
-            }
+        if !self.log.append_job(id, record) {
             self.keys.unreserve(&key);
             return Err(ScheduleError::new(ScheduleErrorKind::Journal, value));
         }

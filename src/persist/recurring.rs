@@ -12,7 +12,6 @@ use super::durable::DurableTimer;
 use super::folded::Folded;
 use super::format::{payload_room, Named, Record, MAX_KEY, MAX_TIMETABLE};
 use super::job::Job;
-use super::journal::AppendError;
 use super::payload::Payload;
 use super::schedulers::{
     deadline_of, first_at_open, micros, newest_per_key, wall_at, Entry, Found,
@@ -134,10 +133,7 @@ where
             timetable,
             payload: payload.clone(),
         };
-        if let Err(err) = self.log.append(record) {
-            if let AppendError::Unsynced(_) = err {
-                self.log.write_off(id);
-            }
+        if !self.log.append_job(id, record) {
             return refuse(ScheduleErrorKind::Journal, value);
         }
         let key: Arc<str> = Arc::from(key);
@@ -200,14 +196,8 @@ where
         let Some(id) = self.schedulers.id_of(key) else {
             return false;
         };
-        match self.log.append(Record::Cancel { id }) {
-            Ok(()) => {}
-            // Not in the journal: the next open would bring it back.
-            Err(AppendError::Unwritten(_)) => {
-                self.log.write_failed();
-                return false;
-            }
-            Err(AppendError::Unsynced(_)) => self.log.write_failed(),
+        if !self.log.append_or_refuse(Record::Cancel { id }) {
+            return false; // the scheduler stays
         }
         if let Some(handle) = self.schedulers.take(key, id).and_then(|e| e.handle) {
             self.timer.cancel(handle);
