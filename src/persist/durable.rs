@@ -129,7 +129,10 @@ where
     /// process or another, has it open (a journal has one owner, held by
     /// an operating-system lock on `<path>.lock` for the timer's life).
     /// Damaged records are not an error: they are skipped and reported in
-    /// [`Recovery::damage`].
+    /// [`Recovery::damage`]. Nor is a disk too full for the compacted
+    /// file: a journal in the current format is then appended to as it is
+    /// (counted in [`compaction_failures`](Self::compaction_failures)), so
+    /// a restart still runs what is due.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("tickwheel-open-doc-{}", std::process::id()));
@@ -210,7 +213,8 @@ where
         };
         let (jobs, schedulers) = sort_pending(path, &mut folded, &mut recovery);
         let next_id = folded.max_id.saturating_add(1);
-        let log = Arc::new(Log::open(path, folded, sync, lock).map_err(|err| io_at(path, err))?);
+        let log = Log::open(path, folded, replayed.appendable, sync, lock);
+        let log = Arc::new(log.map_err(|err| io_at(path, err))?);
         metric!({
             let m = &log.metrics;
             m.damaged.increment(recovery.damage.len() as u64);

@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 use core::ops::Bound;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use core::time::Duration;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -134,15 +134,34 @@ impl Log {
     pub(super) fn open(
         path: &Path,
         folded: Folded,
+        appendable: Option<u64>,
         sync: SyncPolicy,
         lock: JournalLock,
     ) -> io::Result<Log> {
-        let (file, len) = compact(path, &folded)?;
+        let (file, len, compacted) = match compact(path, &folded) {
+            Ok((file, len)) => (file, len, true),
+            // No room for the new file (a full disk): a journal in this
+            // crate's format goes on as it is, its torn tail cut off, so
+            // that a restart still runs what is due. Compaction is tried
+            // again once the file has grown by half.
+            Err(err) => {
+                let Some(end) = appendable else {
+                    return Err(err);
+                };
+                let file = OpenOptions::new().append(true).open(path)?;
+                file.set_len(end)?;
+                (file, end, false)
+            }
+        };
         let name = format!("{}", path.display());
         #[cfg(feature = "metrics")]
         let metrics = {
             let metrics = JournalMetrics::register(&name);
-            metrics.compactions.increment(1);
+            if compacted {
+                metrics.compactions.increment(1);
+            } else {
+                metrics.compaction_failures.increment(1);
+            }
             metrics.size.set(len as f64);
             metrics
         };
@@ -153,14 +172,14 @@ impl Log {
                 folded,
                 len,
                 appends: 0,
-                retry_at: 0,
+                retry_at: if compacted { 0 } else { len + len / 2 },
             }),
             sync,
             synced: Mutex::new(0),
             dirty: AtomicBool::new(false),
             write_errors: AtomicU64::new(0),
             name,
-            compaction_failures: AtomicU64::new(0),
+            compaction_failures: AtomicU64::new(u64::from(!compacted)),
             stop: AtomicBool::new(false),
             compact_floor: AtomicU64::new(COMPACT_FLOOR),
             lock: Mutex::new(Some(lock)),

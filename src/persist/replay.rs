@@ -16,6 +16,10 @@ use super::handle::Found;
 pub(super) struct Replayed {
     pub(super) folded: Folded,
     pub(super) damage: Vec<Damage>,
+    /// For a file in the format this crate writes: how much of it records
+    /// may follow (all but a torn tail), should `open` have to append to
+    /// it as it is rather than compact it.
+    pub(super) appendable: Option<u64>,
 }
 
 /// What is at `path`, judged from its header only: checked before the
@@ -75,6 +79,7 @@ pub(super) fn replay(path: &Path) -> Result<Replayed, JournalError> {
     let mut replayed = Replayed {
         folded: Folded::default(),
         damage: Vec::new(),
+        appendable: None,
     };
     let mut bytes = Vec::new();
     match File::open(path) {
@@ -99,6 +104,10 @@ pub(super) fn replay(path: &Path) -> Result<Replayed, JournalError> {
         });
     }
     let (records, damage) = decode::decode_all(&bytes[8..], 8, version);
+    if version == format::VERSION {
+        let torn = damage.iter().find(|d| d.at_end).map(|d| d.offset);
+        replayed.appendable = Some(torn.unwrap_or(bytes.len() as u64));
+    }
     replayed.damage = damage;
     for record in records {
         replayed.folded.apply(record);

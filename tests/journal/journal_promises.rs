@@ -383,6 +383,50 @@ fn full_disk_child() {
     println!("done");
 }
 
+/// The child side of the full-disk restart: opens the journal named by
+/// `TICKWHEEL_FULL_JOURNAL` in a process whose files may not grow past
+/// 2 KiB, less than the compacted journal, and says what it restored.
+#[test]
+#[ignore = "started by `a_full_disk_refuses_calls_and_every_answer_holds_after_a_restart`"]
+fn full_disk_reopen_child() {
+    let Ok(path) = std::env::var("TICKWHEEL_FULL_JOURNAL") else {
+        return;
+    };
+    let opened = DurableTimer::<u64>::open(
+        Path::new(&path),
+        SyncPolicy::Always,
+        &Default::default(),
+        |_| {},
+    );
+    let (timer, recovery) = opened.unwrap();
+    println!();
+    println!("restored {}", recovery.outcomes.len());
+    println!("compaction failures {}", timer.compaction_failures());
+    let refused = timer.schedule(Duration::from_secs(3600), 3).unwrap_err();
+    assert_eq!(refused.kind(), ScheduleErrorKind::Journal);
+    println!("done");
+}
+
+/// Runs this binary's ignored test `name` with files limited to `blocks`
+/// of 512 bytes (`ulimit -f`; SIGXFSZ ignored, so a write past the limit
+/// fails with EFBIG, as on a full disk); its stdout.
+fn run_limited(name: &str, blocks: u32, journal: &Path) -> String {
+    let test = crate::children::test_name(module_path!(), name);
+    let script = format!(r#"trap "" XFSZ; ulimit -f {blocks}; exec "$0" "$@""#);
+    let child = Command::new("sh")
+        .args(["-c", script.as_str()])
+        .arg(std::env::current_exe().unwrap())
+        .args([test.as_str(), "--exact", "--ignored", "--nocapture"])
+        .env("TICKWHEEL_FULL_JOURNAL", journal)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let out = String::from_utf8(child.stdout).unwrap();
+    assert!(child.status.success() && out.contains("\ndone\n"), "{out}");
+    out
+}
+
 /// Today's bug: a cancel whose record could not be written (a full disk)
 /// still cancelled in the timer and answered `Some`, but the journal did
 /// not have it, so the next `open` brought the job back. And the failed
@@ -391,18 +435,7 @@ fn full_disk_child() {
 fn a_full_disk_refuses_calls_and_every_answer_holds_after_a_restart() {
     let dir = Scratch::new("full-disk");
     let path = dir.path("orders.journal");
-    let test = crate::children::test_name(module_path!(), "full_disk_child");
-    let child = Command::new("sh")
-        .args(["-c", r#"trap "" XFSZ; ulimit -f 16; exec "$0" "$@""#])
-        .arg(std::env::current_exe().unwrap())
-        .args([test.as_str(), "--exact", "--ignored", "--nocapture"])
-        .env("TICKWHEEL_FULL_JOURNAL", &path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    let out = String::from_utf8(child.stdout).unwrap();
-    assert!(child.status.success() && out.contains("\ndone\n"), "{out}");
+    let out = run_limited("full_disk_child", 16, &path);
     let mut pending = alloc::collections::BTreeSet::new();
     let (mut cancelled, mut kept) = (0, 0);
     for line in out.lines() {
@@ -417,12 +450,19 @@ fn a_full_disk_refuses_calls_and_every_answer_holds_after_a_restart() {
         }
     }
     assert!(pending.len() > 10 && cancelled > 0, "{out}");
-    let (_timer, recovery, _) = open_recording(&path).unwrap();
+    let (timer, recovery, _) = open_recording(&path).unwrap();
     let restored: alloc::collections::BTreeSet<u64> =
         recovery.outcomes.iter().map(|(id, _)| *id).collect();
     assert_eq!(restored, pending, "restored against what the answers said");
     assert!(recovery.damage.is_empty(), "{:?}", recovery.damage);
     assert!(kept >= 1, "no cancel was refused: the limit never hit");
+    drop(timer);
+    // A restart on a disk too full for the compacted file still restores
+    // every job (it used to refuse to open).
+    let out = run_limited("full_disk_reopen_child", 4, &path);
+    let restored = format!("\nrestored {}\n", pending.len());
+    assert!(out.contains(&restored), "{out}");
+    assert!(out.contains("\ncompaction failures 1\n"), "{out}");
 }
 
 /// The sync thread for `Every(interval)`, found by name among this
