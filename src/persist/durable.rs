@@ -264,10 +264,9 @@ where
         metric!(durable.log.metrics.restored(&report.outcomes));
         for ((id, key), outcome) in ids.into_iter().zip(&report.outcomes) {
             if matches!(outcome, Outcome::Discarded | Outcome::DeadLettered) {
-                durable
-                    .log
-                    .append(Record::Cancel { id })
-                    .map_err(io::Error::from)?;
+                // Not fatal on a full disk: at worst the next open hands
+                // the job over again (at least once).
+                durable.log.write_off(id);
             }
             if let (Some(key), Some(handle)) = (key, outcome.handle()) {
                 let handle = DurableHandle { handle, id };

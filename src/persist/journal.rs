@@ -95,18 +95,10 @@ pub(super) struct Log {
 pub(super) enum AppendError {
     /// Nothing of the record is in the journal: the write failed (disk
     /// full, ...), and whatever part of it was written is cut off again.
-    Unwritten(io::Error),
+    Unwritten,
     /// The record is written and in effect (compaction keeps it), but the
     /// disk did not confirm it (`SyncPolicy::Always`'s fsync failed).
-    Unsynced(io::Error),
-}
-
-impl From<AppendError> for io::Error {
-    fn from(err: AppendError) -> io::Error {
-        match err {
-            AppendError::Unwritten(err) | AppendError::Unsynced(err) => err,
-        }
-    }
+    Unsynced,
 }
 
 struct Journal {
@@ -222,11 +214,11 @@ impl Log {
     pub(super) fn append_job(&self, id: u64, record: Record) -> bool {
         match self.append(record) {
             Ok(()) => true,
-            Err(AppendError::Unsynced(_)) => {
+            Err(AppendError::Unsynced) => {
                 self.write_off(id);
                 false
             }
-            Err(AppendError::Unwritten(_)) => false,
+            Err(AppendError::Unwritten) => false,
         }
     }
 
@@ -240,17 +232,18 @@ impl Log {
             Ok(()) => true,
             Err(err) => {
                 self.write_failed();
-                matches!(err, AppendError::Unsynced(_))
+                matches!(err, AppendError::Unsynced)
             }
         }
     }
 
-    /// Makes sure job `id` never runs after a restart, when its schedule
-    /// cannot stand (its record was not synced, or the timer refused the
-    /// job): a cancel record, and if even that cannot be written, the job
-    /// leaves what compaction writes.
+    /// Takes job `id` out of the journal when it must not run again (its
+    /// schedule record was not synced, the timer refused it, or `open`
+    /// discarded or dead-lettered it): a cancel record, and if even that
+    /// cannot be written (counted), the job leaves what compaction writes.
     pub(super) fn write_off(&self, id: u64) {
-        if let Err(AppendError::Unwritten(_)) = self.append(Record::Cancel { id }) {
+        if let Err(AppendError::Unwritten) = self.append(Record::Cancel { id }) {
+            self.write_failed();
             lock(&self.state).folded.apply(Record::Cancel { id });
         }
     }
@@ -263,13 +256,13 @@ impl Log {
         let (appended, _published) = {
             let mut journal = lock(&self.state);
             let mut file: &File = &journal.file;
-            if let Err(err) = file.write_all(&bytes) {
+            if file.write_all(&bytes).is_err() {
                 // Cut off what part of the record got written (the file
                 // is in append mode): nothing of it stays. If that fails
                 // too, the torn record stays, and a replay skips it.
                 let _ = file.set_len(journal.len);
                 journal.len = file.metadata().map_or(journal.len, |meta| meta.len());
-                return Err(AppendError::Unwritten(err));
+                return Err(AppendError::Unwritten);
             }
             journal.len += bytes.len() as u64;
             journal.appends += 1;
@@ -294,7 +287,9 @@ impl Log {
         };
         metric!(self.publish(_published.0, _published.1));
         match self.sync {
-            SyncPolicy::Always => self.sync_through(appended).map_err(AppendError::Unsynced),
+            SyncPolicy::Always => self
+                .sync_through(appended)
+                .map_err(|_| AppendError::Unsynced),
             SyncPolicy::Every(_) => {
                 if !self.dirty.swap(true, Ordering::AcqRel) {
                     if let Some(flusher) = self.flusher.get() {

@@ -13,7 +13,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-use tickwheel::persist::{DurableTimer, Found, JournalError, SyncPolicy, MAX_PAYLOAD};
+use tickwheel::persist::{
+    DurableTimer, Found, JournalError, MisfirePolicy, OnMissed, Outcome, SyncPolicy, MAX_PAYLOAD,
+};
 use tickwheel::timer::ScheduleErrorKind;
 
 use crate::scratch;
@@ -350,6 +352,11 @@ fn full_disk_child() {
         .schedule_keyed("order 1", Duration::from_secs(3600), 1)
         .unwrap();
     println!("scheduled {}", keyed.id());
+    // Overdue by the time the last child opens the journal.
+    for _ in 0..3 {
+        let soon = timer.schedule(Duration::from_secs(2), 3).unwrap();
+        println!("scheduled {}", soon.id());
+    }
     let mut jobs = Vec::new();
     loop {
         match timer.schedule(Duration::from_secs(3600), 2) {
@@ -385,22 +392,27 @@ fn full_disk_child() {
 
 /// The child side of the full-disk restart: opens the journal named by
 /// `TICKWHEEL_FULL_JOURNAL` in a process whose files may not grow past
-/// 2 KiB, less than the compacted journal, and says what it restored.
+/// 2 KiB, less than the compacted journal, discarding missed jobs (whose
+/// cancel records cannot be written), and says what it restored.
 #[test]
 #[ignore = "started by `a_full_disk_refuses_calls_and_every_answer_holds_after_a_restart`"]
 fn full_disk_reopen_child() {
     let Ok(path) = std::env::var("TICKWHEEL_FULL_JOURNAL") else {
         return;
     };
-    let opened = DurableTimer::<u64>::open(
-        Path::new(&path),
-        SyncPolicy::Always,
-        &Default::default(),
-        |_| {},
-    );
+    let discard = MisfirePolicy::default()
+        .threshold(Duration::ZERO)
+        .on_missed(OnMissed::Discard);
+    let opened = DurableTimer::<u64>::open(Path::new(&path), SyncPolicy::Always, &discard, |_| {});
     let (timer, recovery) = opened.unwrap();
     println!();
     println!("restored {}", recovery.outcomes.len());
+    let discarded = recovery
+        .outcomes
+        .iter()
+        .filter(|(_, outcome)| matches!(outcome, Outcome::Discarded))
+        .count();
+    println!("discarded {discarded}");
     println!("compaction failures {}", timer.compaction_failures());
     let refused = timer.schedule(Duration::from_secs(3600), 3).unwrap_err();
     assert_eq!(refused.kind(), ScheduleErrorKind::Journal);
@@ -458,10 +470,13 @@ fn a_full_disk_refuses_calls_and_every_answer_holds_after_a_restart() {
     assert!(kept >= 1, "no cancel was refused: the limit never hit");
     drop(timer);
     // A restart on a disk too full for the compacted file still restores
-    // every job (it used to refuse to open).
+    // every job, and discards the three now overdue although it cannot
+    // journal that (it used to refuse to open).
+    std::thread::sleep(Duration::from_millis(2_500));
     let out = run_limited("full_disk_reopen_child", 4, &path);
     let restored = format!("\nrestored {}\n", pending.len());
     assert!(out.contains(&restored), "{out}");
+    assert!(out.contains("\ndiscarded 3\n"), "{out}");
     assert!(out.contains("\ncompaction failures 1\n"), "{out}");
 }
 
