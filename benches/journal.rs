@@ -37,8 +37,13 @@ impl Executor<u64> for Discard {
     }
 }
 
+/// This run's directory, removed at the end (journals and their locks).
+fn bench_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("tickwheel-bench-{}", std::process::id()))
+}
+
 fn journal_path(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tickwheel-bench-{}", std::process::id()));
+    let dir = bench_dir();
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     let _ = std::fs::remove_file(&path);
@@ -127,4 +132,5 @@ fn main() {
     }
     group.finish();
     criterion.final_summary();
+    let _ = std::fs::remove_dir_all(bench_dir());
 }
