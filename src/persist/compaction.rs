@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::folded::Folded;
 use super::format::{self, Record};
+use super::lock::lock_path;
 
 /// Writes a new journal holding only the pending jobs of `folded` (and the
 /// id watermark) next to `path`, syncs it and renames it over `path`;
@@ -98,9 +99,7 @@ pub(super) fn remove_stale_temps(path: &Path) {
                 })
             });
         // A journal of that name has a `.lock` beside it; a temp never does.
-        let mut lock = entry.path().into_os_string();
-        lock.push(".lock");
-        let journal = Path::new(&lock).exists();
+        let journal = lock_path(&entry.path()).exists();
         if ours && !journal && entry.file_type().is_ok_and(|t| t.is_file()) {
             let _ = fs::remove_file(entry.path());
         }

@@ -111,7 +111,7 @@ pub(super) fn journal_path(path: &Path) -> Result<PathBuf, JournalError> {
 }
 
 /// `<journal>.lock`, beside the journal.
-fn lock_path(journal: &Path) -> PathBuf {
+pub(super) fn lock_path(journal: &Path) -> PathBuf {
     let mut name = journal.as_os_str().to_owned();
     name.push(".lock");
     PathBuf::from(name)

@@ -325,7 +325,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
             return Err(BuildError::ThreadName(self.thread_name));
         }
         let time = TimeSource::new(self.clock, self.tick).map_err(BuildError::Tick)?;
-        let slack = time.slack_ticks(self.slack.min(MAX_SLACK));
+        let slack = time.slack_ticks(self.slack);
         let classes = Classes::new(slack, time.slack_ticks(Classes::MAX_LEAD));
         if !self.learn_lead {
             classes.keep_fixed_lead();

@@ -69,7 +69,7 @@ use core::time::Duration;
 
 use super::executor::Executor;
 use super::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
-use super::{Timer, MAX_SLACK};
+use super::Timer;
 
 /// Slacks (other than zero and powers of two) that keep their exact
 /// value: the first ones asked for, the builder's default first.
@@ -303,7 +303,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     ///   power of two ticks: at least half of it, never more (with the
     ///   default 1 µs tick, 100 ms becomes 65.536 ms). So a slack computed
     ///   per timer is safe, though its window may narrow. A slack longer
-    ///   than [`MAX_SLACK`] (an hour) is an hour.
+    ///   than [`MAX_SLACK`](super::MAX_SLACK) (an hour) is an hour.
     ///
     /// Clones of the returned handle keep its slack. Every handle reaches
     /// the same timers: cancel, reset and stop through any of them.
@@ -339,9 +339,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         let shared = &self.owner.shared;
         Timer {
             owner: Arc::clone(&self.owner),
-            class: shared
-                .classes
-                .class_of(shared.time.slack_ticks(slack.min(MAX_SLACK))),
+            class: shared.classes.class_of(shared.time.slack_ticks(slack)),
             priority: self.priority,
         }
     }

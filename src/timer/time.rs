@@ -24,6 +24,7 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::clock::Clock;
+use super::MAX_SLACK;
 use crate::Tick;
 
 const NANOS_PER_SEC: u64 = 1_000_000_000;
@@ -174,9 +175,9 @@ impl TimeSource {
     }
 
     /// Whole ticks in `slack`, rounded down (a window never ends after
-    /// `deadline + slack`), saturating.
+    /// `deadline + slack`), at most [`MAX_SLACK`].
     pub(super) fn slack_ticks(&self, slack: Duration) -> u64 {
-        let ticks = slack.as_nanos() / u128::from(self.tick_nanos);
+        let ticks = slack.min(MAX_SLACK).as_nanos() / u128::from(self.tick_nanos);
         u64::try_from(ticks).unwrap_or(u64::MAX)
     }
 
@@ -345,13 +346,14 @@ mod tests {
     }
 
     #[test]
-    fn slack_rounds_down_and_saturates() {
+    fn slack_rounds_down_and_stops_at_max_slack() {
         let (_, time, _) = source(MS);
         assert_eq!(time.slack_ticks(Duration::ZERO), 0);
         assert_eq!(time.slack_ticks(MS - US), 0);
         assert_eq!(time.slack_ticks(3 * MS + 999 * US), 3);
         let (_, time, _) = source(US);
-        assert_eq!(time.slack_ticks(Duration::MAX), u64::MAX);
+        assert_eq!(time.slack_ticks(Duration::MAX), 3_600_000_000);
+        assert_eq!(time.slack_ticks(MAX_SLACK), 3_600_000_000);
     }
 
     #[test]
