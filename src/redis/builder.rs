@@ -186,18 +186,17 @@ impl QueueBuilder {
     }
 
     /// Splits the queue into `partitions` partitions (default 1, at most
-    /// 1,024), each a whole queue under a hash tag of its own
-    /// (`{name:k}`, or `{name:k.s}` with a salt that spaces the partitions
-    /// evenly over the cluster's slots), so that a Redis Cluster spreads
-    /// them evenly over its shards: one queue can then use every shard's
-    /// core and memory, and a
-    /// shard's failover touches only its partitions. A job lives in the
-    /// partition of its id (the FNV-1a hash of the id, modulo the count),
-    /// so every call about one job is still one script on one slot, and
-    /// an id is still unique in the queue; priorities order jobs due at
-    /// the same time within a partition. A consumer claims from every
-    /// partition with due jobs (see [`Consumer`](super::Consumer)); `len`,
-    /// the listings, dead letters, `requeue` and `purge_dead` cover
+    /// 1,024), each a whole queue under a hash tag of its own (`{name:k}`,
+    /// or `{name:k.s}` with a salt that spaces the partitions evenly over
+    /// the cluster's slots), so that a Redis Cluster spreads them evenly
+    /// over its shards: one queue can then use every shard's core and
+    /// memory, and a shard's failover touches only its partitions. A job
+    /// lives in the partition of its id (the FNV-1a hash of the id, modulo
+    /// the count), so every call about one job is still one script on one
+    /// slot, and an id is still unique in the queue; priorities order jobs
+    /// due at the same time within a partition. A consumer claims from
+    /// every partition with due jobs (see [`Consumer`](super::Consumer));
+    /// `len`, the listings, dead letters, `requeue` and `purge_dead` cover
     /// them all.
     ///
     /// The count is part of the queue: the first `connect` stores it, a
@@ -295,13 +294,14 @@ impl QueueBuilder {
 
     /// How late past a job's due time a sleeping consumer may wake, so
     /// that jobs due close together are claimed together: at most 1 s,
-    /// default 1 ms. Zero wakes for each due time as precisely as the
-    /// platform allows, at the cost of a claim per wake-up.
+    /// default 1 ms; zero claims at each due time. At 1,000 jobs a second
+    /// 20 ms costs Redis the CPU per job of a 100 ms ZSET poller at a p99
+    /// of 22 ms (1 ms: 2.2–2.7× its CPU; docs/benchmarks.md, run B13).
     ///
     /// ```
     /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
-    /// let b = b.wake_slack(std::time::Duration::from_millis(5));
-    /// # drop(b);
+    /// let cheaper = b.wake_slack(std::time::Duration::from_millis(20));
+    /// # drop(cheaper);
     /// ```
     pub fn wake_slack(mut self, slack: Duration) -> Self {
         self.options.wake_slack = slack;
