@@ -160,16 +160,27 @@ impl RedisCluster {
         );
     }
 
-    /// The index of a replica of node `master`.
+    /// The index of a replica of node `master`. A node learns the
+    /// replicas' roles by gossip, after they synced: waits up to 10 s.
     #[allow(dead_code)] // Only some tests include it.
     pub(crate) fn replica_of(&self, master: usize) -> usize {
         let id = self.id_of(master);
         let node = self.running().next().expect("a running node");
-        let nodes = node.command(&["CLUSTER", "NODES"]);
-        let line = nodes
-            .lines()
-            .find(|l| l.split(' ').nth(3) == Some(id.as_str()))
-            .unwrap_or_else(|| panic!("no replica of {id}:\n{nodes}"));
+        let give_up = Instant::now() + Duration::from_secs(10);
+        let line = loop {
+            let nodes = node.command(&["CLUSTER", "NODES"]);
+            let found = nodes
+                .lines()
+                .find(|l| l.split(' ').nth(3) == Some(id.as_str()))
+                .map(str::to_owned);
+            match found {
+                Some(line) => break line,
+                None if Instant::now() < give_up => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                None => panic!("no replica of {id} after 10 s:\n{nodes}"),
+            }
+        };
         let port: u16 = line
             .split(' ')
             .nth(1)
