@@ -1,8 +1,8 @@
 //! Reaching the Redis that users run, each test on its own real
 //! `redis-server`: a password (`requirepass`), an ACL user, TLS only (with
 //! certificates made by `openssl` now, and client certificates), a host
-//! name, a database number, a single-node Redis Cluster, and a server
-//! whose eviction policy would lose jobs.
+//! name, a database number, a Unix socket, a single-node Redis Cluster,
+//! and a server whose eviction policy would lose jobs.
 
 use core::time::Duration;
 use std::time::Instant;
@@ -168,6 +168,58 @@ fn a_host_name_and_a_database_number() {
     );
     assert_eq!(server.command(&["DBSIZE"]), ":1\r\n");
     round_trip(&in_db0);
+}
+
+/// `redis+unix://` reaches a server on its Unix socket, with a database
+/// number: every connection the queue and its consumer open is on the
+/// socket, and the consumer's wake-up hints ride it too (a job due in
+/// 20 ms arrives long before the 1 s poll).
+#[test]
+fn a_unix_socket_with_a_database_number() {
+    // Relative to the server's data directory, where it runs.
+    let Some(server) = RedisServer::start_with_or_skip(
+        Config::new()
+            .config("unixsocket", "redis.sock")
+            .config("unixsocketperm", "700"),
+    ) else {
+        return;
+    };
+    let socket = server.data_dir().join("redis.sock");
+    let queue =
+        Queue::connect(&format!("redis+unix://{}?db=2", socket.display()), "orders").unwrap();
+    let consumer = queue.consumer().unwrap();
+    round_trip(&queue);
+    let started = Instant::now();
+    queue.schedule_in("hinted", 20 * MS, b"").unwrap();
+    let jobs = consumer.fetch(1, Duration::from_secs(5)).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "the wake-up hint did not arrive over the socket: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(consumer.ack(&jobs[0]).unwrap(), Acked::Acked);
+    // Every client but this listing's own TCP connection is on the socket.
+    let clients = server.command(&["CLIENT", "LIST"]);
+    // (Redis flags a Unix socket's clients `U`.)
+    let lines: Vec<&str> = clients.lines().filter(|l| l.starts_with("id=")).collect();
+    assert!(lines.len() >= 3, "{clients}");
+    for line in &lines {
+        let flags = line
+            .split(' ')
+            .find_map(|field| field.strip_prefix("flags="))
+            .unwrap_or_default();
+        assert!(
+            flags.contains('U') || line.contains("cmd=client|list"),
+            "a connection not on the socket: {line}"
+        );
+    }
+    // The jobs were in database 2: database 0 holds only the partition
+    // count the queue stored at connect.
+    assert_eq!(
+        server.command(&["EXISTS", "tw:{orders}:jobs", "tw:{orders}:due"]),
+        ":0\r\n"
+    );
 }
 
 #[test]
