@@ -97,7 +97,7 @@ impl Queue {
 }
 
 impl QueueBuilder {
-    fn new(target: Result<Target, QueueError>, name: &str) -> QueueBuilder {
+    pub(super) fn new(target: Result<Target, QueueError>, name: &str) -> QueueBuilder {
         QueueBuilder {
             target,
             name: name.to_string(),

@@ -6,8 +6,10 @@
 //! [`AsyncConsumer`]). Jobs live in Redis, so they outlive every process.
 //! The client is [redis-rs](https://docs.rs/redis): a queue reaches any
 //! server a URL names (`redis://`, `rediss://` over TLS, `redis+unix://`;
-//! host names, database numbers, a password or an ACL user), or a Redis
-//! Cluster through its seed nodes ([`Queue::cluster_builder`]).
+//! host names, database numbers, a password or an ACL user), a Redis
+//! Cluster through its seed nodes ([`Queue::cluster_builder`]), or the
+//! master Redis Sentinel names, followed through a failover
+//! ([`Queue::sentinel_builder`]).
 //!
 //! # How it works
 //!
@@ -130,6 +132,7 @@ mod retention;
 mod round;
 mod scheduler;
 mod schedules;
+mod sentinel;
 mod server;
 mod shared;
 

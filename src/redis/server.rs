@@ -14,6 +14,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::io::tcp::{socket2, TcpSettings};
 use redis::{Client, Cmd, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisFuture, Value};
 
+use super::sentinel::{SentinelConn, SentinelTarget};
 use super::QueueError;
 
 /// Where the queue's keys live.
@@ -23,6 +24,8 @@ pub(super) enum Target {
     Single(Box<ConnectionInfo>),
     /// A Redis Cluster, found through these seed nodes.
     Cluster(Vec<ConnectionInfo>),
+    /// The master Redis Sentinel names.
+    Sentinel(Box<SentinelTarget>),
 }
 
 impl Target {
@@ -46,23 +49,14 @@ impl Target {
     /// The nodes as given, without credentials: what a delivery's queue is
     /// known by, and what `Debug` shows.
     pub(super) fn describe(&self) -> String {
-        let node = |info: &ConnectionInfo| match info.addr() {
-            ConnectionAddr::Tcp(host, port) => {
-                format!("redis://{host}:{port}/{}", info.redis_settings().db())
-            }
-            ConnectionAddr::TcpTls { host, port, .. } => {
-                format!("rediss://{host}:{port}/{}", info.redis_settings().db())
-            }
-            ConnectionAddr::Unix(path) => format!("redis+unix://{}", path.display()),
-            _ => String::from("redis://?"),
-        };
         match self {
-            Target::Single(info) => node(info),
+            Target::Single(info) => describe_node(info),
             Target::Cluster(nodes) => {
-                let mut all: Vec<String> = nodes.iter().map(node).collect();
+                let mut all: Vec<String> = nodes.iter().map(describe_node).collect();
                 all.sort();
                 format!("cluster[{}]", all.join(","))
             }
+            Target::Sentinel(sentinel) => sentinel.describe(),
         }
     }
 
@@ -71,11 +65,26 @@ impl Target {
         match self {
             Target::Single(info) => tls(info),
             Target::Cluster(nodes) => nodes.iter().any(tls),
+            Target::Sentinel(_) => false,
         }
     }
 }
 
-fn parse(url: &str) -> Result<ConnectionInfo, QueueError> {
+/// One node's URL, without credentials.
+pub(super) fn describe_node(info: &ConnectionInfo) -> String {
+    match info.addr() {
+        ConnectionAddr::Tcp(host, port) => {
+            format!("redis://{host}:{port}/{}", info.redis_settings().db())
+        }
+        ConnectionAddr::TcpTls { host, port, .. } => {
+            format!("rediss://{host}:{port}/{}", info.redis_settings().db())
+        }
+        ConnectionAddr::Unix(path) => format!("redis+unix://{}", path.display()),
+        _ => String::from("redis://?"),
+    }
+}
+
+pub(super) fn parse(url: &str) -> Result<ConnectionInfo, QueueError> {
     let info = url
         .into_connection_info()
         .map_err(|e| QueueError::Connect(format!("{}: {e}", redact(url))))?;
@@ -89,7 +98,7 @@ fn parse(url: &str) -> Result<ConnectionInfo, QueueError> {
 }
 
 /// A URL with its password replaced, for error messages.
-fn redact(url: &str) -> String {
+pub(super) fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let auth = &url[scheme + 3..at];
@@ -125,7 +134,7 @@ impl core::fmt::Debug for Reach {
 }
 
 impl Reach {
-    fn tcp(&self) -> TcpSettings {
+    pub(super) fn tcp(&self) -> TcpSettings {
         // Nagle off: a call is one small write that must not wait. Keepalive
         // and a user timeout find a peer that vanished without a FIN.
         let keepalive = socket2::TcpKeepalive::new()
@@ -161,20 +170,31 @@ impl Reach {
         match &self.target {
             Target::Single(info) => {
                 let client = self.client(info).map_err(to_redis)?;
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(self.io_timeout))
-                    .set_response_timeout(Some(self.io_timeout))
-                    .set_number_of_retries(1)
-                    .set_min_delay(Duration::from_millis(5))
-                    .set_max_delay(Duration::from_millis(500));
-                let manager = client.get_connection_manager_with_config(config).await?;
+                let manager = client
+                    .get_connection_manager_with_config(self.manager_config())
+                    .await?;
                 Ok(Conn::Single(manager))
             }
             Target::Cluster(nodes) => {
                 let client = self.cluster_client(nodes).build()?;
                 Ok(Conn::Cluster(client.get_async_connection().await?))
             }
+            Target::Sentinel(sentinel) => {
+                let conn = SentinelConn::connect(sentinel, self, self.manager_config()).await?;
+                Ok(Conn::Sentinel(conn))
+            }
         }
+    }
+
+    /// One multiplexed connection, redialled when it drops; the queue's
+    /// own retries sit above its single one.
+    fn manager_config(&self) -> ConnectionManagerConfig {
+        ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.io_timeout))
+            .set_response_timeout(Some(self.io_timeout))
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(5))
+            .set_max_delay(Duration::from_millis(500))
     }
 
     fn cluster_client(&self, nodes: &[ConnectionInfo]) -> redis::cluster::ClusterClientBuilder {
@@ -232,11 +252,14 @@ impl Reach {
         attempt: usize,
     ) -> Result<PubSub, redis::RedisError> {
         self.install_crypto();
-        let info = match &self.target {
-            Target::Single(info) => info,
-            Target::Cluster(nodes) => &nodes[attempt % nodes.len()],
+        let client = match &self.target {
+            Target::Single(info) => self.client(info).map_err(to_redis)?,
+            Target::Cluster(nodes) => self
+                .client(&nodes[attempt % nodes.len()])
+                .map_err(to_redis)?,
+            // Asked anew on each attempt: a failover moves the master.
+            Target::Sentinel(sentinel) => sentinel.master(self).await?,
         };
-        let client = self.client(info).map_err(to_redis)?;
         let mut pubsub = tokio::time::timeout(self.io_timeout, client.get_async_pubsub())
             .await
             .map_err(|_| timed_out())??;
@@ -270,6 +293,7 @@ pub(super) type Pushes = tokio::sync::mpsc::UnboundedReceiver<redis::PushInfo>;
 pub(super) enum Conn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    Sentinel(SentinelConn),
 }
 
 impl ConnectionLike for Conn {
@@ -277,6 +301,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -289,6 +314,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -296,6 +322,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
+            Conn::Sentinel(c) => c.get_db(),
         }
     }
 }

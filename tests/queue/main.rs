@@ -33,5 +33,6 @@ mod retries;
 mod schedules;
 #[path = "../support/scratch.rs"]
 mod scratch;
+mod sentinel;
 #[path = "../support/tls_certs.rs"]
 mod tls_certs;

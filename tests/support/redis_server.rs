@@ -81,6 +81,8 @@ pub(crate) struct Config {
     extra: Vec<(String, String)>,
     /// TLS only: the plain port is off, the server's port speaks TLS.
     tls_only: bool,
+    sentinel: bool,
+    password: Option<String>,
 }
 
 impl Default for Config {
@@ -90,6 +92,8 @@ impl Default for Config {
             appendfsync: Fsync::Always,
             extra: Vec::new(),
             tls_only: false,
+            sentinel: false,
+            password: None,
         }
     }
 }
@@ -130,6 +134,21 @@ impl Config {
         let auth = if client_certs { "yes" } else { "no" };
         self.extra
             .push(("tls-auth-clients".to_owned(), auth.to_owned()));
+        self
+    }
+
+    /// Runs the process as a sentinel (`--sentinel`); its `sentinel …`
+    /// directives come through [`config`](Self::config).
+    pub(crate) fn sentinel(mut self) -> Config {
+        self.sentinel = true;
+        self
+    }
+
+    /// Asks clients for `password` (`requirepass`), and gives it to the
+    /// master this server replicates (`masterauth`);
+    /// [`RedisServer::command`] logs in with it.
+    pub(crate) fn password(mut self, password: &str) -> Config {
+        self.password = Some(password.to_owned());
         self
     }
 
@@ -188,7 +207,7 @@ impl RedisServer {
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port();
             write_config(&dir, port, &config);
-            let mut child = spawn(&binary, &dir);
+            let mut child = spawn(&binary, &dir, config.sentinel);
             match wait_ready(&mut child, port, &dir, config.tls_only) {
                 Ok(()) => {
                     return RedisServer {
@@ -296,7 +315,7 @@ impl RedisServer {
         let mut last_failure = String::new();
         // The port was ours a moment ago; retry briefly if it is not free yet.
         for _ in 0..PORT_ATTEMPTS {
-            let mut child = spawn(&binary, &self.dir);
+            let mut child = spawn(&binary, &self.dir, self.config.sentinel);
             match wait_ready(&mut child, self.port, &self.dir, self.config.tls_only) {
                 Ok(()) => {
                     self.pid = child.id();
@@ -353,9 +372,14 @@ impl RedisServer {
         let mut stream = TcpStream::connect_timeout(&self.addr(), timeout)?;
         stream.set_read_timeout(Some(timeout))?;
         stream.set_write_timeout(Some(timeout))?;
+        let mut reply = Vec::new();
+        if let Some(password) = &self.config.password {
+            stream.write_all(&encode(&["AUTH", password]))?;
+            read_reply(&mut BufReader::new(&stream), &mut reply)?;
+            reply.clear();
+        }
         stream.write_all(&encode(args))?;
         let mut reader = BufReader::new(stream);
-        let mut reply = Vec::new();
         read_reply(&mut reader, &mut reply)?;
         Ok(String::from_utf8_lossy(&reply).into_owned())
     }
@@ -441,6 +465,10 @@ fn write_config(dir: &Path, port: u16, config: &Config) {
     line("appendonly", if config.appendonly { "yes" } else { "no" });
     line("appendfsync", config.appendfsync.directive());
     line("maxmemory-policy", "noeviction");
+    if let Some(password) = &config.password {
+        line("requirepass", password);
+        line("masterauth", password);
+    }
     for (key, value) in &config.extra {
         line(key, value);
     }
@@ -466,11 +494,15 @@ fn quote(path: &Path) -> String {
 /// Spawns the server on `dir/redis.conf`; what it prints before its log
 /// file is open goes to `dir/stderr.log`.
 #[track_caller]
-fn spawn(binary: &Path, dir: &Path) -> Child {
+fn spawn(binary: &Path, dir: &Path, sentinel: bool) -> Child {
     let stderr = File::create(dir.join("stderr.log"))
         .unwrap_or_else(|e| panic!("cannot create stderr.log in {}: {e}", dir.display()));
-    Command::new(binary)
-        .arg(dir.join("redis.conf"))
+    let mut command = Command::new(binary);
+    command.arg(dir.join("redis.conf"));
+    if sentinel {
+        command.arg("--sentinel");
+    }
+    command
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

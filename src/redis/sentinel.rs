@@ -1,0 +1,344 @@
+//! Reaching a master through Redis Sentinel, and following it to the
+//! replica Sentinel promotes when it fails.
+//!
+//! The queue asks the sentinels for the master's address (redis-rs's
+//! `SentinelClient`, which also checks with `ROLE` that the node it names
+//! is a master), and keeps one connection manager to it. A call that
+//! fails the way a lost master fails (the connection refused, dropped or
+//! timed out, or `READONLY` from a master demoted to a replica) asks the
+//! sentinels again, at most once per [`LOOKUP_EVERY`], and one caller at
+//! a time; if they name another node, every later call goes there. The
+//! failed call itself comes back as an error that the queue retries within
+//! its retry window, as any other, so a failover costs callers that window
+//! of waiting, not an error. Hints ride their own connection, which asks
+//! the sentinels each time it is made.
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::time::Duration;
+use std::time::Instant;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
+use redis::{
+    Client, Cmd, ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, RedisFuture, RedisResult,
+    ServerErrorKind, Value,
+};
+
+use super::builder::QueueBuilder;
+use super::queue::Queue;
+use super::server::{Reach, Target};
+use super::QueueError;
+
+/// The least time between two lookups of the master: a failover takes
+/// Sentinel a second or more, and every caller of a queue fails at once.
+const LOOKUP_EVERY: Duration = Duration::from_millis(100);
+
+impl Queue {
+    /// A builder for the queue `name` on the master that Redis Sentinel
+    /// knows as `master`, found through any of `sentinels`.
+    ///
+    /// - `sentinels`: the sentinels' URLs, `redis://[[user]:password@]host:port`
+    ///   (a password if the sentinels have `requirepass`).
+    /// - `master`: the master as a URL whose host is its name in Sentinel
+    ///   (`sentinel monitor <name> …`) and which has no port:
+    ///   `redis://[[user]:password@]name[/db]`, the credentials and
+    ///   database for the master and, after a failover, the replica that
+    ///   takes its place. TLS through Sentinel is not offered yet.
+    ///
+    /// The queue follows a failover: calls made while Sentinel promotes a
+    /// replica wait for it within the retry window
+    /// ([`retry`](QueueBuilder::retry)), then go to the new master. A
+    /// schedule that must survive a failover needs
+    /// [`replicas`](QueueBuilder::replicas).
+    ///
+    /// ```
+    /// let b = tickwheel::redis::Queue::sentinel_builder(
+    ///     &["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"],
+    ///     "redis://:secret@orders-master/0",
+    ///     "orders",
+    /// );
+    /// # drop(b);
+    /// ```
+    pub fn sentinel_builder(sentinels: &[&str], master: &str, name: &str) -> QueueBuilder {
+        QueueBuilder::new(SentinelTarget::target(sentinels, master), name)
+    }
+}
+
+/// The sentinels and the master's name and settings, as given.
+#[derive(Debug, Clone)]
+pub(super) struct SentinelTarget {
+    sentinels: Vec<ConnectionInfo>,
+    master: ConnectionInfo,
+    name: String,
+}
+
+impl SentinelTarget {
+    fn target(sentinels: &[&str], master: &str) -> Result<Target, QueueError> {
+        if sentinels.is_empty() {
+            return Err(QueueError::Connect(String::from(
+                "Sentinel needs at least one sentinel's URL",
+            )));
+        }
+        let sentinels = sentinels
+            .iter()
+            .map(|url| super::server::parse(url))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(tls) = sentinels
+            .iter()
+            .find(|info| !matches!(info.addr(), ConnectionAddr::Tcp(..)))
+        {
+            return Err(QueueError::Connect(format!(
+                "{}: a sentinel is reached by redis:// (TCP)",
+                super::server::describe_node(tls)
+            )));
+        }
+        let master_info = super::server::parse(master)?;
+        let ConnectionAddr::Tcp(name, _) = master_info.addr() else {
+            return Err(QueueError::Connect(format!(
+                "{}: the master's URL is redis:// with its name in Sentinel as host \
+                 (TLS through Sentinel is not offered yet)",
+                super::server::redact(master)
+            )));
+        };
+        if master_has_port(master) {
+            return Err(QueueError::Connect(format!(
+                "{}: the master's URL names it as Sentinel does, without a port",
+                super::server::redact(master)
+            )));
+        }
+        let name = name.clone();
+        Ok(Target::Sentinel(Box::new(SentinelTarget {
+            sentinels,
+            master: master_info,
+            name,
+        })))
+    }
+
+    /// `sentinel[host:port,…]/name/db`, without credentials.
+    pub(super) fn describe(&self) -> String {
+        let mut all: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|info| match info.addr() {
+                ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+                _ => String::from("?"),
+            })
+            .collect();
+        all.sort();
+        format!(
+            "sentinel[{}]/redis://{}/{}",
+            all.join(","),
+            self.name,
+            self.master.redis_settings().db()
+        )
+    }
+
+    /// A client of redis-rs's that asks the sentinels for the master.
+    fn client(&self, reach: &Reach) -> RedisResult<SentinelClient> {
+        let addrs = self.sentinels.iter().map(|info| info.addr().clone());
+        let mut builder =
+            SentinelClientBuilder::new(addrs, &self.name, SentinelServerType::Master)?
+                .set_client_to_sentinel_tcp_settings(reach.tcp())
+                .set_client_to_redis_tcp_settings(reach.tcp())
+                .set_client_to_redis_db(self.master.redis_settings().db());
+        // The sentinels share one set of credentials, as their ACLs do.
+        if let Some(info) = self
+            .sentinels
+            .iter()
+            .find(|i| i.redis_settings().password().is_some())
+        {
+            let settings = info.redis_settings();
+            if let Some(user) = settings.username() {
+                builder = builder.set_client_to_sentinel_username(user);
+            }
+            if let Some(password) = settings.password() {
+                builder = builder.set_client_to_sentinel_password(password);
+            }
+        }
+        let settings = self.master.redis_settings();
+        if let Some(user) = settings.username() {
+            builder = builder.set_client_to_redis_username(user);
+        }
+        if let Some(password) = settings.password() {
+            builder = builder.set_client_to_redis_password(password);
+        }
+        builder.build()
+    }
+
+    /// A client for the master the sentinels name now.
+    pub(super) async fn master(&self, reach: &Reach) -> RedisResult<Client> {
+        let mut client = self.client(reach)?;
+        within(reach.io_timeout, client.async_get_client()).await
+    }
+}
+
+/// Whether `url` spells out a port after its host.
+fn master_has_port(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let host = host.split(['/', '?']).next().unwrap_or(host);
+    host.contains(':')
+}
+
+async fn within<T>(
+    timeout: Duration,
+    future: impl core::future::Future<Output = RedisResult<T>>,
+) -> RedisResult<T> {
+    tokio::time::timeout(timeout, future)
+        .await
+        .map_err(|_| RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)))?
+}
+
+/// The queue's connection to the master Sentinel names; clones share it.
+#[derive(Clone)]
+pub(super) struct SentinelConn(Arc<Shared>);
+
+struct Shared {
+    target: SentinelTarget,
+    reach: Reach,
+    config: ConnectionManagerConfig,
+    /// The master's address, how many times it changed, and the
+    /// connection to it.
+    current: parking_lot::Mutex<(ConnectionAddr, u64, ConnectionManager)>,
+    /// When the sentinels were last asked; held while asking, so one
+    /// caller asks for all.
+    asked: tokio::sync::Mutex<Instant>,
+}
+
+impl SentinelConn {
+    pub(super) async fn connect(
+        target: &SentinelTarget,
+        reach: &Reach,
+        config: ConnectionManagerConfig,
+    ) -> RedisResult<SentinelConn> {
+        let client = target.master(reach).await?;
+        let addr = client.get_connection_info().addr().clone();
+        let manager = client
+            .get_connection_manager_with_config(config.clone())
+            .await?;
+        Ok(SentinelConn(Arc::new(Shared {
+            target: target.clone(),
+            reach: reach.clone(),
+            config,
+            current: parking_lot::Mutex::new((addr, 0, manager)),
+            asked: tokio::sync::Mutex::new(Instant::now()),
+        })))
+    }
+
+    fn current(&self) -> (u64, ConnectionManager) {
+        let current = self.0.current.lock();
+        (current.1, current.2.clone())
+    }
+
+    /// After a call on connection `seen` failed as a lost master fails:
+    /// asks the sentinels, and moves to the master they name if it is
+    /// another node. Errors are left to the caller's retry.
+    async fn follow(&self, seen: u64) {
+        let mut asked = self.0.asked.lock().await;
+        if self.0.current.lock().1 != seen || asked.elapsed() < LOOKUP_EVERY {
+            return;
+        }
+        *asked = Instant::now();
+        let Ok(client) = self.0.target.master(&self.0.reach).await else {
+            return;
+        };
+        let addr = client.get_connection_info().addr().clone();
+        if addr == self.0.current.lock().0 {
+            return;
+        }
+        let connect = client.get_connection_manager_with_config(self.0.config.clone());
+        if let Ok(manager) = within(self.0.reach.io_timeout, connect).await {
+            let mut current = self.0.current.lock();
+            *current = (addr, current.1 + 1, manager);
+        }
+    }
+
+    pub(super) fn db(&self) -> i64 {
+        self.0.target.master.redis_settings().db()
+    }
+}
+
+/// Whether `err` is how a call to a master that is gone or demoted fails.
+fn lost_master(err: &RedisError) -> bool {
+    err.is_io_error()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.is_timeout()
+        || err.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly)
+        || err.code() == Some("MASTERDOWN")
+}
+
+impl ConnectionLike for SentinelConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let (seen, mut manager) = self.current();
+            let answer = manager.req_packed_command(cmd).await;
+            if answer.as_ref().is_err_and(lost_master) {
+                self.follow(seen).await;
+            }
+            answer
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let (seen, mut manager) = self.current();
+            let answer = manager.req_packed_commands(pipeline, offset, count).await;
+            if answer.as_ref().is_err_and(lost_master) {
+                self.follow(seen).await;
+            }
+            answer
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.db()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    fn describe(sentinels: &[&str], master: &str) -> Result<String, String> {
+        match SentinelTarget::target(sentinels, master) {
+            Ok(Target::Sentinel(t)) => Ok(t.describe()),
+            Ok(_) => Err(String::from("not a sentinel target")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn sentinels_and_the_master_name_are_checked_and_described_without_secrets() {
+        assert_eq!(
+            describe(
+                &["redis://:pw@s2:26379", "redis://s1:26379"],
+                "redis://:hunter2@orders/2"
+            ),
+            Ok(String::from("sentinel[s1:26379,s2:26379]/redis://orders/2"))
+        );
+        let tls_master = describe(&["redis://s1:26379"], "rediss://app:pw@orders").unwrap_err();
+        assert!(tls_master.contains("not offered yet"), "{tls_master}");
+        let no_sentinels = describe(&[], "redis://orders").unwrap_err();
+        assert!(
+            no_sentinels.contains("at least one sentinel"),
+            "{no_sentinels}"
+        );
+        let port = describe(&["redis://s1:26379"], "redis://:hunter2@orders:6379/0").unwrap_err();
+        assert!(port.contains("without a port"), "{port}");
+        assert!(!port.contains("hunter2"), "{port}");
+        let tls_sentinel = describe(&["rediss://s1:26379"], "redis://orders").unwrap_err();
+        assert!(tls_sentinel.contains("redis:// (TCP)"), "{tls_sentinel}");
+        assert!(describe(&["redis://s1:26379"], "redis+unix:///tmp/x.sock").is_err());
+    }
+}

@@ -1,0 +1,252 @@
+//! A queue behind Redis Sentinel, on real processes: a master with a
+//! password, its replica, and one sentinel (with a password of its own)
+//! watching them. The queue finds
+//! the master by its name in Sentinel and, when the master is SIGKILLed,
+//! follows the failover to the promoted replica without losing a job.
+
+use alloc::collections::BTreeMap;
+use core::time::Duration;
+use std::time::Instant;
+
+use tickwheel::redis::{Acked, Queue, QueueError, Scheduled};
+
+use crate::redis_server::{Config, RedisServer};
+
+const MS: Duration = Duration::from_millis(1);
+const PASSWORD: &str = "s3cret";
+const SENTINEL_PASSWORD: &str = "watch3r";
+const MASTER: &str = "orders-master";
+
+/// A master, its replica (in sync) and a sentinel that knows both; or
+/// `None` where there is no `redis-server`.
+struct Watched {
+    master: RedisServer,
+    replica: RedisServer,
+    sentinel: RedisServer,
+}
+
+impl Watched {
+    fn start() -> Option<Watched> {
+        let config = || Config::new().password(PASSWORD);
+        let master = RedisServer::start_with_or_skip(config())?;
+        let replica = RedisServer::start_with(
+            config().config("replicaof", &format!("127.0.0.1 {}", master.port())),
+        );
+        wait_until("the replica is in sync", || {
+            replica
+                .command(&["INFO", "replication"])
+                .contains("master_link_status:up")
+        });
+        // Started after the replica is in sync, the sentinel's first look
+        // at the master finds the replica: a failover has somewhere to go.
+        let sentinel = RedisServer::start_with(
+            Config::new()
+                .sentinel()
+                .password(SENTINEL_PASSWORD)
+                .config(
+                    "sentinel monitor",
+                    &format!("{MASTER} 127.0.0.1 {} 1", master.port()),
+                )
+                .config("sentinel auth-pass", &format!("{MASTER} {PASSWORD}"))
+                .config(
+                    "sentinel down-after-milliseconds",
+                    &format!("{MASTER} 1000"),
+                )
+                .config("sentinel failover-timeout", &format!("{MASTER} 5000")),
+        );
+        wait_until("the sentinel knows the replica", || {
+            sentinel
+                .command(&["SENTINEL", "replicas", MASTER])
+                .contains(&replica.port().to_string())
+        });
+        Some(Watched {
+            master,
+            replica,
+            sentinel,
+        })
+    }
+
+    fn sentinel_url(&self) -> String {
+        format!(
+            "redis://:{SENTINEL_PASSWORD}@127.0.0.1:{}",
+            self.sentinel.port()
+        )
+    }
+
+    /// The master's port, as the sentinel names it now.
+    fn master_port(&self) -> String {
+        let reply = self
+            .sentinel
+            .command(&["SENTINEL", "get-master-addr-by-name", MASTER]);
+        reply
+            .lines()
+            .filter(|line| !line.starts_with(['*', '$']))
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+#[track_caller]
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not after 30 s");
+        std::thread::sleep(20 * MS);
+    }
+}
+
+/// How the master fails.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fault {
+    /// SIGKILL: it is gone.
+    Kill,
+    /// SIGSTOP past Sentinel's down-after time, then SIGCONT: it comes
+    /// back believing it is the master until Sentinel demotes it, and a
+    /// connection to it then answers `READONLY`.
+    Freeze,
+}
+
+#[test]
+fn a_queue_finds_its_master_by_name_and_follows_a_failover() {
+    follows_a_failover(Fault::Kill);
+}
+
+#[test]
+fn a_queue_leaves_a_frozen_master_that_comes_back_as_a_replica() {
+    follows_a_failover(Fault::Freeze);
+}
+
+fn follows_a_failover(fault: Fault) {
+    let Some(mut watched) = Watched::start() else {
+        return;
+    };
+    let sentinels = [watched.sentinel_url()];
+    let sentinels: Vec<&str> = sentinels.iter().map(String::as_str).collect();
+    let master_url = format!("redis://:{PASSWORD}@{MASTER}/2");
+    // Schedules confirmed by the replica survive the master's death.
+    let confirmed = Queue::sentinel_builder(&sentinels, &master_url, "orders")
+        .replicas(1, Duration::from_millis(500))
+        .connect()
+        .unwrap();
+    let queue = Queue::sentinel_builder(&sentinels, &master_url, "orders")
+        .retry(Duration::from_secs(30), Duration::from_secs(2))
+        .connect()
+        .unwrap();
+    let consumer = queue.consumer().unwrap();
+    let mut scheduled = BTreeMap::new();
+    for i in 0..50 {
+        let id = format!("before-{i}");
+        let answer = confirmed.schedule_in(&id, 3_000 * MS, b"old").unwrap();
+        assert!(matches!(answer, Scheduled::Created { .. }), "{answer:?}");
+        scheduled.insert(id, 0);
+    }
+    // The master's database 2 holds them (on the replica too).
+    assert_eq!(
+        watched
+            .replica
+            .command(&["EXISTS", "tw:{orders}:jobs"])
+            .trim_end(),
+        ":0",
+        "not in database 0"
+    );
+    assert_eq!(watched.master_port(), watched.master.port().to_string());
+
+    let failed = Instant::now();
+    if fault == Fault::Kill {
+        watched.master.kill9();
+    } else {
+        // Frozen while the queue is idle, so it still holds a connection
+        // to the old master when that one comes back a replica.
+        watched.master.stop_signal();
+        let new_master = watched.replica.port().to_string();
+        wait_until("Sentinel promotes the replica", || {
+            watched.master_port() == new_master
+        });
+        watched.master.cont_signal();
+        wait_until("Sentinel demotes the old master", || {
+            watched.master.command(&["ROLE"]).contains("slave")
+        });
+    }
+    // Calls made during the failover wait for the new master; after it,
+    // a write on the old master's connection meets READONLY and moves on.
+    for i in 0..50 {
+        let id = format!("after-{i}");
+        let answer = queue.schedule_in(&id, 200 * MS, b"new").unwrap();
+        assert!(matches!(answer, Scheduled::Created { .. }), "{answer:?}");
+        scheduled.insert(id, 0);
+    }
+    let new_master = watched.replica.port().to_string();
+    assert_eq!(watched.master_port(), new_master, "no failover");
+    assert!(watched.replica.command(&["ROLE"]).contains("master"));
+    eprintln!("{fault:?}: failover followed after {:?}", failed.elapsed());
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while scheduled.values().any(|&n| n == 0) && Instant::now() < deadline {
+        for job in consumer.fetch(100, Duration::from_millis(500)).unwrap() {
+            assert_eq!(consumer.ack(&job).unwrap(), Acked::Acked);
+            *scheduled.get_mut(&job.id).expect("a job nobody scheduled") += 1;
+        }
+    }
+    let missing: Vec<&String> = scheduled
+        .iter()
+        .filter(|(_, &n)| n == 0)
+        .map(|(id, _)| id)
+        .collect();
+    assert!(missing.is_empty(), "lost in the failover: {missing:?}");
+    assert!(scheduled.values().all(|&n| n == 1), "{scheduled:?}");
+    assert_eq!(queue.len().unwrap(), (0, 0));
+}
+
+#[test]
+fn unknown_names_and_wrong_passwords_are_clear_errors() {
+    let Some(watched) = Watched::start() else {
+        return;
+    };
+    let sentinels = [watched.sentinel_url()];
+    let sentinels: Vec<&str> = sentinels.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let err = Queue::sentinel_builder(&sentinels, "redis://:s3cret@no-such-master/0", "orders")
+        .retry(Duration::from_secs(2), Duration::from_secs(1))
+        .connect()
+        .unwrap_err();
+    assert!(
+        matches!(&err, QueueError::Connect(m) | QueueError::Unavailable(m) if m.contains("not found")),
+        "{err:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    // A wrong password for the master is refused at once.
+    let started = Instant::now();
+    let err = Queue::sentinel_builder(&sentinels, &format!("redis://:wrong@{MASTER}/0"), "orders")
+        .retry(Duration::from_secs(5), Duration::from_secs(1))
+        .connect()
+        .unwrap_err();
+    assert!(matches!(err, QueueError::Connect(_)), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    // So is a wrong password for the sentinels, and it never shows.
+    let started = Instant::now();
+    let wrong = format!("redis://:hunter2@127.0.0.1:{}", watched.sentinel.port());
+    let err = Queue::sentinel_builder(
+        &[&wrong],
+        &format!("redis://:{PASSWORD}@{MASTER}/0"),
+        "orders",
+    )
+    .retry(Duration::from_secs(5), Duration::from_secs(1))
+    .connect()
+    .unwrap_err();
+    assert!(matches!(err, QueueError::Connect(_)), "{err:?}");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
