@@ -257,6 +257,20 @@ impl SentinelConn {
         }
     }
 
+    /// Runs `call` on the master's connection; a failure as a lost master
+    /// fails asks the sentinels before it is returned.
+    async fn on_master<T>(
+        &self,
+        call: impl AsyncFnOnce(ConnectionManager) -> RedisResult<T>,
+    ) -> RedisResult<T> {
+        let (seen, conn) = self.current();
+        let answer = call(conn).await;
+        if answer.as_ref().is_err_and(lost_master) {
+            self.follow(seen).await;
+        }
+        answer
+    }
+
     pub(super) fn db(&self) -> i64 {
         self.0.target.master.redis_settings().db()
     }
@@ -274,14 +288,7 @@ fn lost_master(err: &RedisError) -> bool {
 
 impl ConnectionLike for SentinelConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            let (seen, mut manager) = self.current();
-            let answer = manager.req_packed_command(cmd).await;
-            if answer.as_ref().is_err_and(lost_master) {
-                self.follow(seen).await;
-            }
-            answer
-        })
+        Box::pin(self.on_master(async |mut conn| conn.req_packed_command(cmd).await))
     }
 
     fn req_packed_commands<'a>(
@@ -290,14 +297,9 @@ impl ConnectionLike for SentinelConn {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        Box::pin(async move {
-            let (seen, mut manager) = self.current();
-            let answer = manager.req_packed_commands(pipeline, offset, count).await;
-            if answer.as_ref().is_err_and(lost_master) {
-                self.follow(seen).await;
-            }
-            answer
-        })
+        Box::pin(self.on_master(async move |mut conn| {
+            conn.req_packed_commands(pipeline, offset, count).await
+        }))
     }
 
     fn get_db(&self) -> i64 {
