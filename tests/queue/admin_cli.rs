@@ -321,6 +321,48 @@ fn bad_arguments_are_usage_errors_and_failures_exit_one() {
     assert_eq!(unreachable.code, 1, "{}", unreachable.stderr);
 }
 
+/// `--node` reaches a queue on a Redis Cluster (a single-node one here),
+/// and `--node` with `--url` is a usage error.
+#[test]
+fn a_cluster_queue_is_reached_through_its_nodes() {
+    let config = Config::new()
+        .config("cluster-enabled", "yes")
+        .config("cluster-config-file", "nodes.conf")
+        .config("cluster-node-timeout", "1000");
+    let Some(server) = RedisServer::start_with_or_skip(config) else {
+        return;
+    };
+    server.command(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    let up = Instant::now() + Duration::from_secs(10);
+    while !server
+        .command(&["CLUSTER", "INFO"])
+        .contains("cluster_state:ok")
+    {
+        assert!(Instant::now() < up, "the cluster did not come up");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let queue = Queue::cluster_builder(&[&server.url()], "orders")
+        .connect()
+        .unwrap();
+    queue
+        .schedule_in("c1", Duration::from_secs(60), b"x")
+        .unwrap();
+    let target = ["--node", &server.url(), "--queue", "orders"];
+    assert_eq!(ok(&target, &["stats"]).one("stats")["live"], 1);
+    let both = run(
+        &[
+            "--node",
+            &server.url(),
+            "--url",
+            &server.url(),
+            "--queue",
+            "orders",
+        ],
+        &["stats"],
+    );
+    assert_eq!(both.code, 2, "{}", both.stderr);
+}
+
 /// A journal a process holds is refused with the library's lock error,
 /// naming the path and the owner, and left as it was; once the owner has
 /// gone, the tool lists every pending job (keyed or not, in id order) and

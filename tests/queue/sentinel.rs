@@ -250,3 +250,33 @@ fn unknown_names_and_wrong_passwords_are_clear_errors() {
         started.elapsed()
     );
 }
+
+/// The admin tool reaches the same queue through the sentinels.
+#[test]
+fn the_admin_tool_finds_the_queue_through_sentinel() {
+    let Some(watched) = Watched::start() else {
+        return;
+    };
+    let sentinel = watched.sentinel_url();
+    let master_url = format!("redis://:{PASSWORD}@{MASTER}/2");
+    let queue = Queue::sentinel_builder(&[&sentinel], &master_url, "orders")
+        .connect()
+        .unwrap();
+    for i in 0..3 {
+        queue
+            .schedule_in(&format!("s{i}"), Duration::from_secs(60), b"x")
+            .unwrap();
+    }
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tickwheel-admin"))
+        .args(["--sentinel", &sentinel, "--url", &master_url])
+        .args(["--queue", "orders", "--json", "stats"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("\"live\":3"), "{stdout}");
+}

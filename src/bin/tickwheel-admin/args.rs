@@ -8,11 +8,21 @@ use clap::{ArgGroup, Parser, Subcommand, ValueEnum};
 /// Inspect and repair a tickwheel Redis queue or journal.
 #[derive(Debug, Parser)]
 #[command(name = "tickwheel-admin", version)]
-#[command(group(ArgGroup::new("target").required(true).args(["url", "journal"])))]
+#[command(group(ArgGroup::new("target").required(true).args(["url", "nodes", "journal"])))]
 pub(crate) struct Cli {
-    /// The Redis server of the queue (`redis://host:port`, `rediss://…`).
+    /// The Redis server of the queue (`redis://host:port`, `rediss://…`);
+    /// with `--sentinel`, the master as Sentinel names it
+    /// (`redis://[:password@]name[/db]`).
     #[arg(long, global = true, requires = "queue", conflicts_with = "journal")]
     pub(crate) url: Option<String>,
+    /// A seed node of the Redis Cluster the queue is on, instead of
+    /// `--url` (repeat for more).
+    #[arg(long = "node", global = true, requires = "queue", conflicts_with_all = ["journal", "url"])]
+    pub(crate) nodes: Vec<String>,
+    /// A Redis Sentinel that knows the queue's master (repeat for more);
+    /// `--url` then names the master.
+    #[arg(long = "sentinel", global = true, requires = "url")]
+    pub(crate) sentinels: Vec<String>,
     /// The queue's name (with `--url`).
     #[arg(long, global = true)]
     pub(crate) queue: Option<String>,

@@ -1,6 +1,8 @@
 //! `tickwheel-admin`: an operator's tool for a tickwheel Redis queue
-//! (`--url … --queue …`) or journal (`--journal …`): counts, paged
-//! listings, one job, cancel, requeue, purge, and a live view.
+//! (`--url … --queue …`; `--node …` for a Redis Cluster, `--sentinel …`
+//! for a master behind Redis Sentinel) or journal (`--journal …`):
+//! counts, paged listings, one job, cancel, requeue, purge, and a live
+//! view.
 //!
 //! Exit codes: 0 done; 1 an error, said in one line on stderr; 2 bad
 //! arguments (clap's usage error).
@@ -25,13 +27,28 @@ use output::Out;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let out = Out { json: cli.json };
-    let done = match (&cli.url, &cli.queue, &cli.journal) {
-        (Some(url), Some(name), None) => Queue::connect(url, name)
+    let nodes: Vec<&str> = cli.nodes.iter().map(String::as_str).collect();
+    let sentinels: Vec<&str> = cli.sentinels.iter().map(String::as_str).collect();
+    let builder = match (&cli.url, &cli.queue, &cli.journal) {
+        (Some(url), Some(name), None) if !sentinels.is_empty() => {
+            Some((Queue::sentinel_builder(&sentinels, url, name), name))
+        }
+        (Some(url), Some(name), None) => Some((Queue::builder(url, name), name)),
+        (None, Some(name), None) if !nodes.is_empty() => {
+            Some((Queue::cluster_builder(&nodes, name), name))
+        }
+        _ => None,
+    };
+    let done = match (builder, &cli.journal) {
+        (Some((builder, name)), None) => builder
+            .connect()
             .map_err(|err| format!("cannot open queue {name:?}: {err}"))
             .and_then(|queue| queue_commands::run(&queue, cli.command, &out)),
-        (None, _, Some(path)) => journal_commands::run(path, cli.command, &out),
+        (None, Some(path)) => journal_commands::run(path, cli.command, &out),
         // clap's groups rule the rest out.
-        _ => Err(String::from("give --url and --queue, or --journal")),
+        _ => Err(String::from(
+            "give --url (or --node) and --queue, or --journal",
+        )),
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,
