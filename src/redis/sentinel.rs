@@ -25,7 +25,7 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{
     Client, Cmd, ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, RedisFuture, RedisResult,
-    ServerErrorKind, Value,
+    ServerErrorKind, TlsMode, Value,
 };
 
 use super::builder::QueueBuilder;
@@ -42,12 +42,18 @@ impl Queue {
     /// knows as `master`, found through any of `sentinels`.
     ///
     /// - `sentinels`: the sentinels' URLs, `redis://[[user]:password@]host:port`
-    ///   (a password if the sentinels have `requirepass`).
+    ///   (a password if the sentinels have `requirepass`), or `rediss://…`.
     /// - `master`: the master as a URL whose host is its name in Sentinel
     ///   (`sentinel monitor <name> …`) and which has no port:
     ///   `redis://[[user]:password@]name[/db]`, the credentials and
     ///   database for the master and, after a failover, the replica that
-    ///   takes its place. TLS through Sentinel is not offered yet.
+    ///   takes its place; `rediss://…` for TLS to them.
+    ///
+    /// The sentinels are all `redis://` or all `rediss://`. Over TLS the
+    /// certificates given to the builder
+    /// ([`tls_root_certificate`](QueueBuilder::tls_root_certificate),
+    /// [`tls_client_certificate`](QueueBuilder::tls_client_certificate))
+    /// serve the sentinels and the master alike.
     ///
     /// The queue follows a failover: calls made while Sentinel promotes a
     /// replica wait for it within the retry window
@@ -74,6 +80,10 @@ pub(super) struct SentinelTarget {
     sentinels: Vec<ConnectionInfo>,
     master: ConnectionInfo,
     name: String,
+    /// TLS to the master (and the replica that replaces it), and to the
+    /// sentinels.
+    tls: bool,
+    sentinel_tls: bool,
 }
 
 impl SentinelTarget {
@@ -87,22 +97,28 @@ impl SentinelTarget {
             .iter()
             .map(|url| super::server::parse(url))
             .collect::<Result<Vec<_>, _>>()?;
-        if let Some(tls) = sentinels
-            .iter()
-            .find(|info| !matches!(info.addr(), ConnectionAddr::Tcp(..)))
-        {
-            return Err(QueueError::Connect(format!(
-                "{}: a sentinel is reached by redis:// (TCP)",
-                super::server::describe_node(tls)
+        // redis-rs sets one TLS mode for all the sentinels.
+        let tls_of = |info: &ConnectionInfo| match info.addr() {
+            ConnectionAddr::Tcp(..) => Some(false),
+            ConnectionAddr::TcpTls { .. } => Some(true),
+            _ => None,
+        };
+        let sentinel_tls = tls_of(&sentinels[0]);
+        if sentinel_tls.is_none() || sentinels.iter().any(|info| tls_of(info) != sentinel_tls) {
+            return Err(QueueError::Connect(String::from(
+                "the sentinels are reached all by redis:// or all by rediss://",
             )));
         }
         let master_info = super::server::parse(master)?;
-        let ConnectionAddr::Tcp(name, _) = master_info.addr() else {
-            return Err(QueueError::Connect(format!(
-                "{}: the master's URL is redis:// with its name in Sentinel as host \
-                 (TLS through Sentinel is not offered yet)",
+        let (name, tls) = match master_info.addr() {
+            ConnectionAddr::Tcp(name, _) => (name, false),
+            ConnectionAddr::TcpTls { host, .. } => (host, true),
+            _ => {
+                return Err(QueueError::Connect(format!(
+                "{}: the master's URL is redis:// or rediss:// with its name in Sentinel as host",
                 super::server::redact(master)
-            )));
+            )))
+            }
         };
         if master_has_port(master) {
             return Err(QueueError::Connect(format!(
@@ -115,26 +131,37 @@ impl SentinelTarget {
             sentinels,
             master: master_info,
             name,
+            tls,
+            sentinel_tls: sentinel_tls == Some(true),
         })))
     }
 
-    /// `sentinel[host:port,…]/name/db`, without credentials.
+    /// `sentinel[scheme://host:port,…]/scheme://name/db`, without
+    /// credentials.
     pub(super) fn describe(&self) -> String {
+        let scheme = |tls: bool| if tls { "rediss" } else { "redis" };
         let mut all: Vec<String> = self
             .sentinels
             .iter()
             .map(|info| match info.addr() {
-                ConnectionAddr::Tcp(host, port) => format!("{host}:{port}"),
+                ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+                    format!("{}://{host}:{port}", scheme(self.sentinel_tls))
+                }
                 _ => String::from("?"),
             })
             .collect();
         all.sort();
         format!(
-            "sentinel[{}]/redis://{}/{}",
+            "sentinel[{}]/{}://{}/{}",
             all.join(","),
+            scheme(self.tls),
             self.name,
             self.master.redis_settings().db()
         )
+    }
+
+    pub(super) fn uses_tls(&self) -> bool {
+        self.tls || self.sentinel_tls
     }
 
     /// A client of redis-rs's that asks the sentinels for the master.
@@ -165,6 +192,19 @@ impl SentinelTarget {
         }
         if let Some(password) = settings.password() {
             builder = builder.set_client_to_redis_password(password);
+        }
+        // The builder's certificates (a private CA, a client certificate)
+        // serve every TLS link; without them, the system's roots.
+        if self.sentinel_tls {
+            if let Some(certs) = &reach.tls {
+                builder = builder.set_client_to_sentinel_certificates(certs.clone());
+            }
+        }
+        if self.tls {
+            builder = builder.set_client_to_redis_tls_mode(TlsMode::Secure);
+            if let Some(certs) = &reach.tls {
+                builder = builder.set_client_to_redis_certificates(certs.clone());
+            }
         }
         builder.build()
     }
@@ -327,10 +367,22 @@ mod tests {
                 &["redis://:pw@s2:26379", "redis://s1:26379"],
                 "redis://:hunter2@orders/2"
             ),
-            Ok(String::from("sentinel[s1:26379,s2:26379]/redis://orders/2"))
+            Ok(String::from(
+                "sentinel[redis://s1:26379,redis://s2:26379]/redis://orders/2"
+            ))
         );
-        let tls_master = describe(&["redis://s1:26379"], "rediss://app:pw@orders").unwrap_err();
-        assert!(tls_master.contains("not offered yet"), "{tls_master}");
+        assert_eq!(
+            describe(&["rediss://s1:26379"], "rediss://app:pw@orders"),
+            Ok(String::from(
+                "sentinel[rediss://s1:26379]/rediss://orders/0"
+            ))
+        );
+        let mixed =
+            describe(&["rediss://s1:26379", "redis://s2:26379"], "redis://orders").unwrap_err();
+        assert!(
+            mixed.contains("all by redis:// or all by rediss://"),
+            "{mixed}"
+        );
         let no_sentinels = describe(&[], "redis://orders").unwrap_err();
         assert!(
             no_sentinels.contains("at least one sentinel"),
@@ -339,8 +391,7 @@ mod tests {
         let port = describe(&["redis://s1:26379"], "redis://:hunter2@orders:6379/0").unwrap_err();
         assert!(port.contains("without a port"), "{port}");
         assert!(!port.contains("hunter2"), "{port}");
-        let tls_sentinel = describe(&["rediss://s1:26379"], "redis://orders").unwrap_err();
-        assert!(tls_sentinel.contains("redis:// (TCP)"), "{tls_sentinel}");
         assert!(describe(&["redis://s1:26379"], "redis+unix:///tmp/x.sock").is_err());
+        assert!(describe(&["redis+unix:///tmp/s.sock"], "redis://orders").is_err());
     }
 }

@@ -65,7 +65,7 @@ impl Target {
         match self {
             Target::Single(info) => tls(info),
             Target::Cluster(nodes) => nodes.iter().any(tls),
-            Target::Sentinel(_) => false,
+            Target::Sentinel(sentinel) => sentinel.uses_tls(),
         }
     }
 }

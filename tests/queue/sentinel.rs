@@ -8,9 +8,10 @@ use alloc::collections::BTreeMap;
 use core::time::Duration;
 use std::time::Instant;
 
-use tickwheel::redis::{Acked, Queue, QueueError, Scheduled};
+use tickwheel::redis::{Acked, Queue, QueueBuilder, QueueError, Scheduled};
 
-use crate::redis_server::{Config, RedisServer};
+use crate::redis_server::{self, Config, RedisServer};
+use crate::tls_certs::{self, TlsFiles};
 
 const MS: Duration = Duration::from_millis(1);
 const PASSWORD: &str = "s3cret";
@@ -23,14 +24,81 @@ struct Watched {
     master: RedisServer,
     replica: RedisServer,
     sentinel: RedisServer,
+    tls: Option<Tls>,
+}
+
+/// With TLS, each process also listens for TLS on a port of its own; the
+/// plain ports stay for the harness's commands.
+struct Tls {
+    master: u16,
+    replica: u16,
+    sentinel: u16,
+    ca: Vec<u8>,
+    _certs: Certs,
+}
+
+/// A directory of test certificates, removed on drop.
+struct Certs(std::path::PathBuf, TlsFiles);
+
+impl Drop for Certs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A port that was free a moment ago.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// TLS on `port` beside the plain one: the test certificates, no client
+/// certificates asked for, and replication and Sentinel's own links over
+/// TLS (so the ports they announce and monitor are the TLS ones).
+fn with_tls(config: Config, certs: &TlsFiles, port: u16) -> Config {
+    let quote = |path: &std::path::Path| format!("\"{}\"", path.display());
+    config
+        .config("tls-port", &port.to_string())
+        .config("tls-cert-file", &quote(&certs.server_cert))
+        .config("tls-key-file", &quote(&certs.server_key))
+        .config("tls-ca-cert-file", &quote(&certs.ca))
+        .config("tls-auth-clients", "no")
+        .config("tls-replication", "yes")
 }
 
 impl Watched {
     fn start() -> Option<Watched> {
-        let config = || Config::new().password(PASSWORD);
-        let master = RedisServer::start_with_or_skip(config())?;
+        Watched::start_with(false)
+    }
+
+    fn start_with(tls: bool) -> Option<Watched> {
+        if redis_server::skip() {
+            return None;
+        }
+        let tls = tls.then(|| {
+            let dir =
+                std::env::temp_dir().join(format!("tickwheel-tls-sentinel-{}", std::process::id()));
+            let certs = tls_certs::make(&dir);
+            Tls {
+                master: free_port(),
+                replica: free_port(),
+                sentinel: free_port(),
+                ca: TlsFiles::read(&certs.ca),
+                _certs: Certs(dir, certs),
+            }
+        });
+        let config = |port: fn(&Tls) -> u16| {
+            let config = Config::new().password(PASSWORD);
+            match &tls {
+                Some(t) => with_tls(config, &t._certs.1, port(t)),
+                None => config,
+            }
+        };
+        let master = RedisServer::start_with(config(|t| t.master));
+        // Replication, and Sentinel's view, go over TLS when it is on.
+        let master_port = tls.as_ref().map_or(master.port(), |t| t.master);
         let replica = RedisServer::start_with(
-            config().config("replicaof", &format!("127.0.0.1 {}", master.port())),
+            config(|t| t.replica).config("replicaof", &format!("127.0.0.1 {master_port}")),
         );
         wait_until("the replica is in sync", || {
             replica
@@ -39,38 +107,84 @@ impl Watched {
         });
         // Started after the replica is in sync, the sentinel's first look
         // at the master finds the replica: a failover has somewhere to go.
-        let sentinel = RedisServer::start_with(
-            Config::new()
-                .sentinel()
-                .password(SENTINEL_PASSWORD)
-                .config(
-                    "sentinel monitor",
-                    &format!("{MASTER} 127.0.0.1 {} 1", master.port()),
-                )
-                .config("sentinel auth-pass", &format!("{MASTER} {PASSWORD}"))
-                .config(
-                    "sentinel down-after-milliseconds",
-                    &format!("{MASTER} 1000"),
-                )
-                .config("sentinel failover-timeout", &format!("{MASTER} 5000")),
-        );
-        wait_until("the sentinel knows the replica", || {
-            sentinel
-                .command(&["SENTINEL", "replicas", MASTER])
-                .contains(&replica.port().to_string())
+        let sentinel = Config::new()
+            .sentinel()
+            .password(SENTINEL_PASSWORD)
+            .config(
+                "sentinel monitor",
+                &format!("{MASTER} 127.0.0.1 {master_port} 1"),
+            )
+            .config("sentinel auth-pass", &format!("{MASTER} {PASSWORD}"))
+            .config(
+                "sentinel down-after-milliseconds",
+                &format!("{MASTER} 1000"),
+            )
+            .config("sentinel failover-timeout", &format!("{MASTER} 5000"));
+        let sentinel = RedisServer::start_with(match &tls {
+            Some(t) => with_tls(sentinel, &t._certs.1, t.sentinel),
+            None => sentinel,
         });
-        Some(Watched {
+        let watched = Watched {
             master,
             replica,
             sentinel,
-        })
+            tls,
+        };
+        let replica_port = watched.replica_port();
+        wait_until("the sentinel knows the replica", || {
+            watched
+                .sentinel
+                .command(&["SENTINEL", "replicas", MASTER])
+                .contains(&replica_port)
+        });
+        Some(watched)
     }
 
+    /// The sentinel's URL for the queue (`rediss://` with TLS).
     fn sentinel_url(&self) -> String {
-        format!(
-            "redis://:{SENTINEL_PASSWORD}@127.0.0.1:{}",
-            self.sentinel.port()
-        )
+        match &self.tls {
+            Some(t) => format!("rediss://:{SENTINEL_PASSWORD}@127.0.0.1:{}", t.sentinel),
+            None => format!(
+                "redis://:{SENTINEL_PASSWORD}@127.0.0.1:{}",
+                self.sentinel.port()
+            ),
+        }
+    }
+
+    /// The master as the queue names it, in database 2.
+    fn master_url(&self) -> String {
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://:{PASSWORD}@{MASTER}/2")
+    }
+
+    /// A builder for the queue "orders" through the sentinel.
+    fn builder(&self) -> QueueBuilder {
+        let builder =
+            Queue::sentinel_builder(&[&self.sentinel_url()], &self.master_url(), "orders");
+        match &self.tls {
+            Some(t) => builder.tls_root_certificate(t.ca.clone()),
+            None => builder,
+        }
+    }
+
+    /// The port Sentinel knows the first master by.
+    fn first_master_port(&self) -> String {
+        self.tls
+            .as_ref()
+            .map_or(self.master.port(), |t| t.master)
+            .to_string()
+    }
+
+    /// The port Sentinel knows the replica by.
+    fn replica_port(&self) -> String {
+        self.tls
+            .as_ref()
+            .map_or(self.replica.port(), |t| t.replica)
+            .to_string()
     }
 
     /// The master's port, as the sentinel names it now.
@@ -109,27 +223,33 @@ enum Fault {
 
 #[test]
 fn a_queue_finds_its_master_by_name_and_follows_a_failover() {
-    follows_a_failover(Fault::Kill);
+    follows_a_failover(Fault::Kill, false);
 }
 
 #[test]
 fn a_queue_leaves_a_frozen_master_that_comes_back_as_a_replica() {
-    follows_a_failover(Fault::Freeze);
+    follows_a_failover(Fault::Freeze, false);
 }
 
-fn follows_a_failover(fault: Fault) {
-    let Some(mut watched) = Watched::start() else {
+/// TLS to the sentinel, the master and the promoted replica, with a
+/// private CA: the same failover.
+#[test]
+fn tls_to_the_sentinel_and_the_masters_through_a_failover() {
+    follows_a_failover(Fault::Kill, true);
+}
+
+fn follows_a_failover(fault: Fault, tls: bool) {
+    let Some(mut watched) = Watched::start_with(tls) else {
         return;
     };
-    let sentinels = [watched.sentinel_url()];
-    let sentinels: Vec<&str> = sentinels.iter().map(String::as_str).collect();
-    let master_url = format!("redis://:{PASSWORD}@{MASTER}/2");
     // Schedules confirmed by the replica survive the master's death.
-    let confirmed = Queue::sentinel_builder(&sentinels, &master_url, "orders")
+    let confirmed = watched
+        .builder()
         .replicas(1, Duration::from_millis(500))
         .connect()
         .unwrap();
-    let queue = Queue::sentinel_builder(&sentinels, &master_url, "orders")
+    let queue = watched
+        .builder()
         .retry(Duration::from_secs(30), Duration::from_secs(2))
         .connect()
         .unwrap();
@@ -150,7 +270,7 @@ fn follows_a_failover(fault: Fault) {
         ":0",
         "not in database 0"
     );
-    assert_eq!(watched.master_port(), watched.master.port().to_string());
+    assert_eq!(watched.master_port(), watched.first_master_port());
 
     let failed = Instant::now();
     if fault == Fault::Kill {
@@ -159,7 +279,7 @@ fn follows_a_failover(fault: Fault) {
         // Frozen while the queue is idle, so it still holds a connection
         // to the old master when that one comes back a replica.
         watched.master.stop_signal();
-        let new_master = watched.replica.port().to_string();
+        let new_master = watched.replica_port();
         wait_until("Sentinel promotes the replica", || {
             watched.master_port() == new_master
         });
@@ -176,10 +296,12 @@ fn follows_a_failover(fault: Fault) {
         assert!(matches!(answer, Scheduled::Created { .. }), "{answer:?}");
         scheduled.insert(id, 0);
     }
-    let new_master = watched.replica.port().to_string();
-    assert_eq!(watched.master_port(), new_master, "no failover");
+    assert_eq!(watched.master_port(), watched.replica_port(), "no failover");
     assert!(watched.replica.command(&["ROLE"]).contains("master"));
-    eprintln!("{fault:?}: failover followed after {:?}", failed.elapsed());
+    eprintln!(
+        "{fault:?} (TLS {tls}): failover followed after {:?}",
+        failed.elapsed()
+    );
 
     let deadline = Instant::now() + Duration::from_secs(20);
     while scheduled.values().any(|&n| n == 0) && Instant::now() < deadline {
@@ -257,11 +379,8 @@ fn the_admin_tool_finds_the_queue_through_sentinel() {
     let Some(watched) = Watched::start() else {
         return;
     };
-    let sentinel = watched.sentinel_url();
-    let master_url = format!("redis://:{PASSWORD}@{MASTER}/2");
-    let queue = Queue::sentinel_builder(&[&sentinel], &master_url, "orders")
-        .connect()
-        .unwrap();
+    let (sentinel, master_url) = (watched.sentinel_url(), watched.master_url());
+    let queue = watched.builder().connect().unwrap();
     for i in 0..3 {
         queue
             .schedule_in(&format!("s{i}"), Duration::from_secs(60), b"x")
