@@ -325,22 +325,9 @@ fn bad_arguments_are_usage_errors_and_failures_exit_one() {
 /// and `--node` with `--url` is a usage error.
 #[test]
 fn a_cluster_queue_is_reached_through_its_nodes() {
-    let config = Config::new()
-        .config("cluster-enabled", "yes")
-        .config("cluster-config-file", "nodes.conf")
-        .config("cluster-node-timeout", "1000");
-    let Some(server) = RedisServer::start_with_or_skip(config) else {
+    let Some(server) = crate::redis_cluster::single_node() else {
         return;
     };
-    server.command(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
-    let up = Instant::now() + Duration::from_secs(10);
-    while !server
-        .command(&["CLUSTER", "INFO"])
-        .contains("cluster_state:ok")
-    {
-        assert!(Instant::now() < up, "the cluster did not come up");
-        std::thread::sleep(Duration::from_millis(10));
-    }
     let queue = Queue::cluster_builder(&[&server.url()], "orders")
         .connect()
         .unwrap();

@@ -224,25 +224,9 @@ fn a_unix_socket_with_a_database_number() {
 
 #[test]
 fn a_single_node_cluster() {
-    let config = Config::new()
-        .config("cluster-enabled", "yes")
-        .config("cluster-config-file", "nodes.conf")
-        .config("cluster-node-timeout", "1000");
-    let Some(server) = RedisServer::start_with_or_skip(config) else {
+    let Some(server) = crate::redis_cluster::single_node() else {
         return;
     };
-    assert_eq!(
-        server.command(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
-        "+OK\r\n"
-    );
-    let ok = Instant::now() + Duration::from_secs(10);
-    while !server
-        .command(&["CLUSTER", "INFO"])
-        .contains("cluster_state:ok")
-    {
-        assert!(Instant::now() < ok, "the cluster did not come up");
-        std::thread::sleep(10 * MS);
-    }
     let queue = Queue::cluster_builder(&[&server.url()], "orders")
         .connect()
         .unwrap();

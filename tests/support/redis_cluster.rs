@@ -14,6 +14,31 @@ use std::time::Instant;
 
 use super::redis_server::{Config, RedisServer};
 
+/// One node that serves every slot: a cluster of one, up and `ok`; `None`
+/// where there is no `redis-server`.
+#[allow(dead_code)] // Only some tests include it.
+#[track_caller]
+pub(crate) fn single_node() -> Option<RedisServer> {
+    let config = Config::new()
+        .config("cluster-enabled", "yes")
+        .config("cluster-config-file", "nodes.conf")
+        .config("cluster-node-timeout", "1000");
+    let server = RedisServer::start_with_or_skip(config)?;
+    assert_eq!(
+        server.command(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
+    let up = Instant::now() + Duration::from_secs(10);
+    while !server
+        .command(&["CLUSTER", "INFO"])
+        .contains("cluster_state:ok")
+    {
+        assert!(Instant::now() < up, "the cluster did not come up");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Some(server)
+}
+
 /// The nodes, in the order `redis-cli` was given them.
 pub(crate) struct RedisCluster {
     pub(crate) nodes: Vec<RedisServer>,
