@@ -2,7 +2,8 @@
 //! by a subscriber of this test's own: journal damage names its journal,
 //! and so do a job scheduler's runs missed while it was closed;
 //! on a real `redis-server`, dead letters, lost leases, retries and an
-//! unreachable server name their queue.
+//! unreachable server name their queue; behind Redis Sentinel, a failover
+//! names the new master.
 
 extern crate alloc;
 
@@ -24,6 +25,11 @@ use redis_server::RedisServer;
 #[path = "support/scratch.rs"]
 mod scratch;
 use scratch::Scratch;
+#[path = "support/redis_sentinel.rs"]
+mod redis_sentinel;
+#[path = "support/tls_certs.rs"]
+mod tls_certs;
+use redis_sentinel::Watched;
 
 /// Every event so far, as `LEVEL message field=value …`.
 static EVENTS: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -223,4 +229,28 @@ fn partitions_that_leave_and_rejoin_the_rounds_are_events() {
     }
     queue.schedule_in("after", Duration::ZERO, b"").unwrap();
     assert_eq!(consumer.fetch(1, Duration::from_secs(5)).unwrap().len(), 1);
+}
+
+/// Behind Redis Sentinel, the master SIGKILLed: once a call finds the
+/// promoted replica, a warning names the queue and the new master.
+#[test]
+fn a_sentinel_failover_is_an_event_naming_the_new_master() {
+    catch();
+    let Some(mut watched) = Watched::start() else {
+        return;
+    };
+    let queue = watched
+        .builder()
+        .retry(Duration::from_secs(30), Duration::from_secs(2))
+        .connect()
+        .unwrap();
+    let switched = "sentinel names another master";
+    assert!(events_with(&[switched]).is_empty());
+    watched.master.kill9();
+    queue
+        .schedule_in("after", Duration::from_secs(60), b"")
+        .unwrap();
+    let new_master = format!("master=redis://127.0.0.1:{}/2", watched.replica_port());
+    let seen = events_with(&["WARN", switched, "orders-master", &new_master]);
+    assert_eq!(seen.len(), 1, "{:?}", EVENTS.lock().unwrap());
 }

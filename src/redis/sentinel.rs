@@ -32,6 +32,7 @@ use super::builder::QueueBuilder;
 use super::queue::Queue;
 use super::server::{Reach, Target};
 use super::QueueError;
+use crate::event::event;
 
 /// The least time between two lookups of the master: a failover takes
 /// Sentinel a second or more, and every caller of a queue fails at once.
@@ -292,6 +293,12 @@ impl SentinelConn {
         }
         let connect = client.get_connection_manager_with_config(self.0.config.clone());
         if let Ok(manager) = within(self.0.reach.io_timeout, connect).await {
+            event!(
+                warn,
+                "redis sentinel names another master; calls go there now",
+                queue = self.0.target.describe(),
+                master = super::server::describe_node(client.get_connection_info())
+            );
             let mut current = self.0.current.lock();
             *current = (addr, current.1 + 1, manager);
         }

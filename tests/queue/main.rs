@@ -26,6 +26,8 @@ mod queues;
 mod redis_cluster;
 #[path = "../support/redis_proxy.rs"]
 mod redis_proxy;
+#[path = "../support/redis_sentinel.rs"]
+mod redis_sentinel;
 #[path = "../support/redis_server.rs"]
 mod redis_server;
 mod replicas;
