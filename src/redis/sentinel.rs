@@ -317,10 +317,6 @@ impl SentinelConn {
         }
         answer
     }
-
-    pub(super) fn db(&self) -> i64 {
-        self.0.target.master.redis_settings().db()
-    }
 }
 
 /// Whether `err` is how a call to a master that is gone or demoted fails.
@@ -350,7 +346,7 @@ impl ConnectionLike for SentinelConn {
     }
 
     fn get_db(&self) -> i64 {
-        self.db()
+        self.0.target.master.redis_settings().db()
     }
 }
 
