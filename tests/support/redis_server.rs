@@ -17,7 +17,6 @@
 // Explicit, so that this file also compiles inside the `no_std` library.
 extern crate alloc;
 
-use alloc::borrow::ToOwned;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -37,9 +36,14 @@ mod wire;
 use wire::{encode, ping, read_reply};
 #[path = "redis_binary.rs"]
 mod binary;
+#[path = "redis_config.rs"]
+mod config;
 use binary::server_binary;
 #[allow(unused_imports)]
 pub(crate) use binary::{find_binary, skip};
+use config::write_config;
+#[allow(unused_imports)] // Some includers name only `Config`.
+pub(crate) use config::{Config, Fsync};
 
 /// How long a server may take to answer PING after it was spawned
 /// (including loading its AOF).
@@ -50,115 +54,6 @@ const PORT_ATTEMPTS: u32 = 8;
 
 /// Data directories made by this process, so parallel tests never share one.
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
-
-/// When the server fsyncs its append-only file (`appendfsync`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Fsync {
-    /// After every write: nothing acknowledged is lost on SIGKILL.
-    Always,
-    /// Once a second, in the background.
-    EverySec,
-    /// When the OS decides.
-    No,
-}
-
-impl Fsync {
-    fn directive(self) -> &'static str {
-        match self {
-            Fsync::Always => "always",
-            Fsync::EverySec => "everysec",
-            Fsync::No => "no",
-        }
-    }
-}
-
-/// How a [`RedisServer`] is configured: AOF on with `appendfsync always`
-/// unless told otherwise, no RDB snapshots, `noeviction`.
-#[derive(Clone, Debug)]
-pub(crate) struct Config {
-    appendonly: bool,
-    appendfsync: Fsync,
-    extra: Vec<(String, String)>,
-    /// TLS only: the plain port is off, the server's port speaks TLS.
-    tls_only: bool,
-    sentinel: bool,
-    password: Option<String>,
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config {
-            appendonly: true,
-            appendfsync: Fsync::Always,
-            extra: Vec::new(),
-            tls_only: false,
-            sentinel: false,
-            password: None,
-        }
-    }
-}
-
-impl Config {
-    /// The defaults: `appendonly yes`, `appendfsync always`.
-    pub(crate) fn new() -> Config {
-        Config::default()
-    }
-
-    /// Sets `appendfsync`.
-    pub(crate) fn appendfsync(mut self, policy: Fsync) -> Config {
-        self.appendfsync = policy;
-        self
-    }
-
-    /// Sets `appendonly` (on by default).
-    pub(crate) fn appendonly(mut self, on: bool) -> Config {
-        self.appendonly = on;
-        self
-    }
-
-    /// Serves TLS only, on the server's port, with this certificate, key
-    /// and CA (PEM files); `client_certs` makes clients present one signed
-    /// by the CA. [`RedisServer::command`] speaks plain TCP, so it does not
-    /// work on such a server.
-    pub(crate) fn tls_only(
-        mut self,
-        cert: &Path,
-        key: &Path,
-        ca: &Path,
-        client_certs: bool,
-    ) -> Config {
-        self.tls_only = true;
-        self.extra.push(("tls-cert-file".to_owned(), quote(cert)));
-        self.extra.push(("tls-key-file".to_owned(), quote(key)));
-        self.extra.push(("tls-ca-cert-file".to_owned(), quote(ca)));
-        let auth = if client_certs { "yes" } else { "no" };
-        self.extra
-            .push(("tls-auth-clients".to_owned(), auth.to_owned()));
-        self
-    }
-
-    /// Runs the process as a sentinel (`--sentinel`); its `sentinel …`
-    /// directives come through [`config`](Self::config).
-    pub(crate) fn sentinel(mut self) -> Config {
-        self.sentinel = true;
-        self
-    }
-
-    /// Asks clients for `password` (`requirepass`), and gives it to the
-    /// master this server replicates (`masterauth`);
-    /// [`RedisServer::command`] logs in with it.
-    pub(crate) fn password(mut self, password: &str) -> Config {
-        self.password = Some(password.to_owned());
-        self
-    }
-
-    /// Adds a directive, written as `key value` after the defaults (so it
-    /// overrides them). `value` is written verbatim: quote it if needed.
-    pub(crate) fn config(mut self, key: &str, value: &str) -> Config {
-        self.extra.push((key.to_owned(), value.to_owned()));
-        self
-    }
-}
 
 /// A `redis-server` process owned by a test; killed, and its data
 /// directory removed, on drop.
@@ -429,66 +324,17 @@ fn fresh_dir() -> PathBuf {
     dir
 }
 
-/// A port that was free a moment ago (the OS picked it for us).
 /// The `redis-server` binary the harness runs.
 #[allow(dead_code)] // Only some tests include it.
 pub(crate) fn binary_path() -> PathBuf {
     server_binary()
 }
 
+/// A port that was free a moment ago (the OS picked it for us).
 fn free_port() -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .unwrap_or_else(|e| panic!("cannot bind a loopback port: {e}"));
     listener.local_addr().expect("local_addr").port()
-}
-
-/// Writes `redis.conf` into `dir`.
-fn write_config(dir: &Path, port: u16, config: &Config) {
-    let mut text = String::new();
-    let mut line = |key: &str, value: &str| {
-        text.push_str(key);
-        text.push(' ');
-        text.push_str(value);
-        text.push('\n');
-    };
-    line("bind", "127.0.0.1");
-    if config.tls_only {
-        line("port", "0");
-        line("tls-port", &port.to_string());
-    } else {
-        line("port", &port.to_string());
-    }
-    line("daemonize", "no");
-    line("dir", &quote(dir));
-    line("logfile", &quote(&dir.join("redis.log")));
-    line("save", "\"\"");
-    line("appendonly", if config.appendonly { "yes" } else { "no" });
-    line("appendfsync", config.appendfsync.directive());
-    line("maxmemory-policy", "noeviction");
-    if let Some(password) = &config.password {
-        line("requirepass", password);
-        line("masterauth", password);
-    }
-    for (key, value) in &config.extra {
-        line(key, value);
-    }
-    let path = dir.join("redis.conf");
-    fs::write(&path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
-}
-
-/// A path as a double-quoted config value.
-fn quote(path: &Path) -> String {
-    let raw = path.to_string_lossy();
-    let mut out = String::with_capacity(raw.len() + 2);
-    out.push('"');
-    for c in raw.chars() {
-        if c == '"' || c == '\\' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('"');
-    out
 }
 
 /// Spawns the server on `dir/redis.conf`; what it prints before its log
