@@ -144,6 +144,23 @@ impl AsyncQueue {
         ops::cancel_async(&self.shared, id).await
     }
 
+    /// [`Queue::reschedule`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::reschedule`].
+    ///
+    /// ```no_run
+    /// # async fn f(q: tickwheel::redis::AsyncQueue) -> Result<(), tickwheel::redis::QueueError> {
+    /// let later = std::time::SystemTime::now() + std::time::Duration::from_secs(1800);
+    /// q.reschedule("order-17", later).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn reschedule(&self, id: &str, due: SystemTime) -> Result<bool, QueueError> {
+        ops::reschedule(&self.shared, id, When::at(due)?)?.await
+    }
+
     /// [`Queue::reschedule_in`], as a future.
     ///
     /// # Errors

@@ -583,3 +583,26 @@ fn mixed_callers_drops_and_pauses_keep_every_answer_true() {
     });
     assert_eq!(checked, (0, 0));
 }
+
+#[test]
+fn reschedule_to_a_wall_clock_time_moves_a_waiting_job_only() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    on_tokio(&server, |queue| async move {
+        let hour = Duration::from_secs(3600);
+        queue.schedule_in("later", hour, b"x").await.unwrap();
+        // Whole microseconds, as the queue keeps due times.
+        let micros = std::time::UNIX_EPOCH.elapsed().unwrap().as_micros() as u64 + 200_000;
+        let soon = std::time::UNIX_EPOCH + Duration::from_micros(micros);
+        assert!(queue.reschedule("later", soon).await.unwrap());
+        assert!(!queue.reschedule("nobody", soon).await.unwrap());
+        let consumer = queue.consumer().unwrap();
+        let jobs = consumer.fetch(10, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(jobs.len(), 1, "the job was not moved from an hour away");
+        assert_eq!(jobs[0].due, soon);
+        // In flight now: no longer waiting, so it does not move.
+        assert!(!queue.reschedule("later", soon + hour).await.unwrap());
+        assert_eq!(consumer.ack(&jobs[0]).await.unwrap(), Acked::Acked);
+    });
+}
