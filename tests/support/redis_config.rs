@@ -2,10 +2,10 @@
 //! `redis.conf` written from it. Part of `redis_server.rs`.
 
 use super::alloc::borrow::ToOwned;
-use std::fs;
-use std::path::Path;
 use super::alloc::string::{String, ToString};
 use super::alloc::vec::Vec;
+use std::fs;
+use std::path::Path;
 
 /// When the server fsyncs its append-only file (`appendfsync`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
