@@ -15,8 +15,7 @@
 //! (`list.rs`) thread through the nodes' [`Link`]s, but the arena knows
 //! nothing of lists.
 
-use alloc::vec::Vec;
-
+use super::aligned_vec::{AlignedVec, Drain};
 use super::entry::{Entry, RESET_SEQ};
 use super::node::{Link, Node, NodeState};
 use super::prefetch::prefetch_read;
@@ -29,7 +28,7 @@ pub(crate) type Entries<'a, T> = core::iter::FilterMap<
 
 /// What [`Arena::drain`] returns.
 pub(crate) type DrainEntries<'a, T> =
-    core::iter::FilterMap<alloc::vec::Drain<'a, Node<T>>, fn(Node<T>) -> Option<Entry<T>>>;
+    core::iter::FilterMap<Drain<'a, Node<T>>, fn(Node<T>) -> Option<Entry<T>>>;
 
 /// End of the free list.
 const NO_NODE: u32 = u32::MAX;
@@ -37,7 +36,8 @@ const NO_NODE: u32 = u32::MAX;
 /// The slab of entries.
 #[derive(Debug)]
 pub(crate) struct Arena<T> {
-    nodes: Vec<Node<T>>,
+    /// Aligned to a cache line, so a 32-byte node never spans two.
+    nodes: AlignedVec<Node<T>>,
     /// Most recently freed node, or `NO_NODE`.
     free: u32,
     len: usize,
@@ -48,7 +48,7 @@ impl<T> Arena<T> {
     /// [`touch_spare`](Self::touch_spare)).
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         let mut arena = Arena {
-            nodes: Vec::with_capacity(capacity),
+            nodes: AlignedVec::with_capacity(capacity),
             free: NO_NODE,
             len: 0,
         };
@@ -307,7 +307,7 @@ impl<T> Arena<T> {
         }
         self.free = NO_NODE;
         self.len = 0;
-        self.nodes.drain(..).filter_map(occupied)
+        self.nodes.drain().filter_map(occupied)
     }
 
     /// Gives back the memory of vacant nodes at the end. Nodes in the middle

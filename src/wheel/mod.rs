@@ -152,6 +152,7 @@
 //! [`Wheel::next_expiration`] never later than the earliest pending
 //! effective deadline.
 
+mod aligned_vec;
 mod arena;
 mod entry;
 mod expiry;
