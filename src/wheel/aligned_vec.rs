@@ -8,7 +8,7 @@
 //! half lines per node instead of one. Starting the buffer on a line keeps
 //! every 32-byte node in one line, with no padding: the element stride is
 //! the node's own size, so memory per timer is unchanged for every `T`.
-//! Expiring timers tick by tick took about 12 % less time
+//! Expiring timers took 13 to 16 % less time
 //! (`docs/benchmarks.md`, run J).
 //!
 //! Only what the arena uses is here. The `unsafe` is the usual `Vec`
