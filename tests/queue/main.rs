@@ -8,6 +8,7 @@ extern crate alloc;
 
 mod admin_cli;
 mod async_api;
+mod async_runtime;
 mod basics;
 #[path = "../support/children.rs"]
 mod children;
