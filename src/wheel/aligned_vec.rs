@@ -13,7 +13,7 @@
 //!
 //! Only what the arena uses is here. The `unsafe` is the usual `Vec`
 //! bookkeeping: `len` elements are initialised, `cap` are allocated with
-//! [`AlignedVec::layout`], and nothing else is ever read or freed.
+//! one layout (`Buffer::layout`), and nothing else is ever read or freed.
 
 use alloc::alloc::{alloc, dealloc, handle_alloc_error, realloc};
 use core::alloc::Layout;
@@ -129,31 +129,8 @@ impl<E> AlignedVec<E> {
     }
 
     #[inline]
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
     pub(crate) fn capacity(&self) -> usize {
         self.buf.cap
-    }
-
-    #[inline]
-    pub(crate) fn as_ptr(&self) -> *const E {
-        self.buf.ptr.as_ptr()
-    }
-
-    #[inline]
-    pub(crate) fn as_slice(&self) -> &[E] {
-        // SAFETY: `ptr` is aligned and non-null (dangling only when `len`
-        // is 0), and elements `0..len` are initialised and owned by `self`.
-        unsafe { slice::from_raw_parts(self.buf.ptr.as_ptr(), self.len) }
-    }
-
-    #[inline]
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [E] {
-        // SAFETY: as in `as_slice`, and `&mut self` makes the borrow unique.
-        unsafe { slice::from_raw_parts_mut(self.buf.ptr.as_ptr(), self.len) }
     }
 
     /// The room after the last element, uninitialised as far as the type
@@ -226,14 +203,17 @@ impl<E> core::ops::Deref for AlignedVec<E> {
 
     #[inline]
     fn deref(&self) -> &[E] {
-        self.as_slice()
+        // SAFETY: `ptr` is aligned and non-null (dangling only when `len`
+        // is 0), and elements `0..len` are initialised and owned by `self`.
+        unsafe { slice::from_raw_parts(self.buf.ptr.as_ptr(), self.len) }
     }
 }
 
 impl<E> core::ops::DerefMut for AlignedVec<E> {
     #[inline]
     fn deref_mut(&mut self) -> &mut [E] {
-        self.as_mut_slice()
+        // SAFETY: as in `deref`, and `&mut self` makes the borrow unique.
+        unsafe { slice::from_raw_parts_mut(self.buf.ptr.as_ptr(), self.len) }
     }
 }
 
@@ -241,13 +221,13 @@ impl<E> Drop for AlignedVec<E> {
     fn drop(&mut self) {
         // SAFETY: the initialised elements, dropped once; `buf` frees the
         // room afterwards, even if one of these drops panics.
-        unsafe { ptr::drop_in_place(self.as_mut_slice()) }
+        unsafe { ptr::drop_in_place(&mut **self) }
     }
 }
 
 impl<E: core::fmt::Debug> core::fmt::Debug for AlignedVec<E> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list().entries(self.as_slice()).finish()
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -314,15 +294,12 @@ mod tests {
             assert_eq!(v.as_ptr() as usize % LINE, 0);
         }
         assert!(v.capacity() >= 1000);
-        assert_eq!(v.as_slice()[999], [999; 4]);
+        assert_eq!(v[999], [999; 4]);
         v.pop();
         v.shrink_to_fit();
         assert_eq!((v.len(), v.capacity()), (999, 999));
         assert_eq!(v.as_ptr() as usize % LINE, 0);
-        assert_eq!(
-            v.as_slice().iter().map(|e| e[0]).sum::<u64>(),
-            998 * 999 / 2
-        );
+        assert_eq!(v.iter().map(|e| e[0]).sum::<u64>(), 998 * 999 / 2);
     }
 
     #[test]
@@ -333,7 +310,7 @@ mod tests {
         for slot in v.spare_capacity_mut() {
             slot.write(7);
         }
-        assert_eq!(v.as_slice(), &[1]);
+        assert_eq!(&v[..], &[1]);
         let mut empty: AlignedVec<u32> = AlignedVec::with_capacity(0);
         assert!(empty.spare_capacity_mut().is_empty());
         empty.shrink_to_fit();
