@@ -435,7 +435,8 @@ pub(super) async fn release(io: &Io, jobs: &[Delivery]) {
             continue;
         }
         let mut cmd = RELEASE.command(&keys.fixed);
-        cmd.arg(&keys.channel);
+        cmd.arg(&keys.channel)
+            .arg(u8::from(io.ctx.options.on_missed != "fire"));
         for job in mine {
             cmd.arg(&job.id).arg(job.fence);
             io.ctx.counters.held.settle(&job.id, job.fence);

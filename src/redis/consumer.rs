@@ -5,7 +5,7 @@
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, Ordering};
 use core::time::Duration;
 use std::time::Instant;
 
@@ -29,6 +29,10 @@ use crate::timer::{Inline, Timer};
 pub(super) struct ClaimLoop {
     pub(super) shared: Arc<Shared>,
     tx: mpsc::UnboundedSender<ToClaimer>,
+    /// `close` was called: every later fetch answers `Closed`, even one
+    /// that would take nothing. A loop gone without it means the I/O
+    /// stopped (`Unavailable`).
+    closed: AtomicBool,
 }
 
 impl ClaimLoop {
@@ -63,12 +67,16 @@ impl ClaimLoop {
             })));
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        shared.send(Request::Task(Box::new(move |io| {
+        let started = shared.send(Request::Task(Box::new(move |io| {
             Box::pin(claimer::run(io, rx, hints, timer))
         })));
+        if !started {
+            return Err(QueueError::io_stopped());
+        }
         Ok(ClaimLoop {
             shared: Arc::clone(shared),
             tx,
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -80,6 +88,9 @@ impl ClaimLoop {
         max: usize,
         timeout: Duration,
     ) -> Result<Pending<Fetched>, QueueError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(QueueError::Closed);
+        }
         let acks = batched::ack_jobs(&self.shared.ctx, done)?;
         let (reply, rx) = oneshot::channel();
         if max == 0 && acks.is_empty() {
@@ -102,12 +113,14 @@ impl ClaimLoop {
         if let Err(mpsc::error::SendError(ToClaimer::Fetch(fetch))) =
             self.tx.send(ToClaimer::Fetch(fetch))
         {
-            let _ = fetch.reply.send(Err(QueueError::Closed));
+            // The loop is gone, though nobody closed it: its I/O stopped.
+            let _ = fetch.reply.send(Err(QueueError::io_stopped()));
         }
         Ok(Pending::new(rx))
     }
 
     pub(super) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
         let _ = self.tx.send(ToClaimer::Close);
     }
 }
@@ -167,7 +180,8 @@ impl Consumer {
     ///
     /// Redis unreachable for the retry window; [`QueueError::Closed`]
     /// once [`close`](Self::close) was called, also for a fetch waiting
-    /// then.
+    /// then, and for `max == 0`; [`QueueError::Unavailable`] once the
+    /// queue's I/O has stopped (the runtime it ran on shut down).
     ///
     /// ```no_run
     /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;

@@ -74,6 +74,16 @@ pub enum QueueError {
     },
 }
 
+impl QueueError {
+    /// The queue's I/O is gone: its thread ended, or the runtime it ran on
+    /// (`QueueBuilder::runtime`) shut down.
+    pub(super) fn io_stopped() -> QueueError {
+        QueueError::Unavailable(String::from(
+            "the queue's I/O stopped (its thread, or the runtime it ran on)",
+        ))
+    }
+}
+
 impl fmt::Display for QueueError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

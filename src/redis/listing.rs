@@ -16,7 +16,7 @@ use core::str::FromStr;
 use std::time::SystemTime;
 
 use super::lua::lua;
-use super::ops::{array, bytes, int, time_of, When};
+use super::ops::{array, bytes, int, time_of};
 use super::pending::Pending;
 use super::shared::Shared;
 use super::{QueueError, MAX_PAGE};
@@ -136,16 +136,16 @@ pub(super) enum Kind {
 }
 
 /// A time bound as whole microseconds (rounded so that the bound keeps
-/// its meaning: up for a lower bound, down for an upper one).
+/// its meaning: up for a lower bound, down for an upper one). A bound
+/// past the latest due time works as one at it would (no job is later),
+/// whichever side it is on; only one before the epoch is refused.
 fn micros_of(t: SystemTime, up: bool) -> Result<u64, QueueError> {
-    if up {
-        let (_, micros) = When::at(t)?.kind();
-        return Ok(micros);
-    }
     let since = t
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_err(|_| QueueError::DueOutOfRange)?;
-    u64::try_from(since.as_micros()).map_err(|_| QueueError::DueOutOfRange)
+    let part = u128::from(since.subsec_nanos() % 1_000 != 0);
+    let micros = since.as_micros() + if up { part } else { 0 };
+    Ok(u64::try_from(micros).unwrap_or(u64::MAX))
 }
 
 /// One page of `kind`, in `range` (of due times: waiting jobs only).

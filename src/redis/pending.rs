@@ -1,7 +1,6 @@
 //! A call's answer on its way back from the I/O thread: a future any
 //! executor can poll, or a blocking wait that never panics.
 
-use alloc::string::ToString;
 use alloc::sync::Arc;
 use core::future::Future;
 use core::pin::{pin, Pin};
@@ -42,13 +41,9 @@ impl<A> Future for Pending<A> {
     type Output = Result<A, QueueError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx).map(|answer| {
-            answer.unwrap_or_else(|_| {
-                Err(QueueError::Unavailable(
-                    "the queue's I/O stopped (its thread, or the runtime it ran on)".to_string(),
-                ))
-            })
-        })
+        Pin::new(&mut self.0)
+            .poll(cx)
+            .map(|answer| answer.unwrap_or_else(|_| Err(QueueError::io_stopped())))
     }
 }
 

@@ -435,7 +435,9 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// The wake-up timer's thread could not start.
+    /// [`QueueError::Config`] if the wake-up timer's thread could not
+    /// start; [`QueueError::Unavailable`] once the queue's I/O has stopped
+    /// (the runtime it ran on shut down).
     ///
     /// ```no_run
     /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;

@@ -79,7 +79,13 @@ pub(super) fn describe_node(info: &ConnectionInfo) -> String {
         ConnectionAddr::TcpTls { host, port, .. } => {
             format!("rediss://{host}:{port}/{}", info.redis_settings().db())
         }
-        ConnectionAddr::Unix(path) => format!("redis+unix://{}", path.display()),
+        // The database too: two queues of one name in two databases behind
+        // one socket are two queues (a delivery acts only on its own).
+        ConnectionAddr::Unix(path) => format!(
+            "redis+unix://{}?db={}",
+            path.display(),
+            info.redis_settings().db()
+        ),
         _ => String::from("redis://?"),
     }
 }

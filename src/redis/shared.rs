@@ -78,13 +78,11 @@ impl Shared {
         Ok((Arc::new(shared), Pending::new(ready_rx)))
     }
 
-    /// Hands `request` to the I/O.
-    pub(super) fn send(&self, request: Request) {
+    /// Hands `request` to the I/O; `false` if the I/O has stopped.
+    pub(super) fn send(&self, request: Request) -> bool {
         // The I/O outlives every handle, unless its runtime shut down or it
         // panicked; then the dropped reply tells the caller.
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(request);
-        }
+        self.tx.as_ref().is_some_and(|tx| tx.send(request).is_ok())
     }
 
     /// A call whose answer comes back on a fresh channel.
@@ -106,10 +104,11 @@ impl Shared {
                 let part = self.ctx.parts().of(call.job.id());
                 match here.lanes.claim::<J>(part) {
                     Some(_slot) => run_batch(&here.io, part, alloc::vec![call]).await,
-                    None => self.send(J::request(call)),
+                    None => _ = self.send(J::request(call)),
                 }
             }
-            None => self.send(J::request(call)),
+            // If the I/O has stopped, the dropped reply says so.
+            None => _ = self.send(J::request(call)),
         }
         Pending::new(rx).await
     }

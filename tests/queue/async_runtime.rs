@@ -7,7 +7,7 @@
 
 use core::time::Duration;
 
-use tickwheel::redis::{Acked, AsyncQueue, Cancelled, Queue, Scheduled};
+use tickwheel::redis::{Acked, AsyncQueue, Cancelled, Queue, QueueError, Scheduled};
 
 use crate::async_api::clients;
 use crate::redis_server;
@@ -114,9 +114,25 @@ fn a_queue_stops_with_its_runtime() {
     queue
         .schedule_in("a", Duration::from_secs(60), b"")
         .unwrap();
+    let consumer = queue.consumer().unwrap();
     drop(runtime);
-    let err = within(Duration::from_secs(10), move || queue.len()).unwrap_err();
-    assert!(err.to_string().contains("I/O stopped"), "{err}");
+    let stopped = |err: QueueError| {
+        assert!(
+            matches!(&err, QueueError::Unavailable(why) if why.contains("I/O stopped")),
+            "{err:?}"
+        );
+    };
+    // A consumer from before answers `Unavailable`, not `Closed` (nobody
+    // closed it), and a new one is refused rather than made dead.
+    stopped(
+        within(Duration::from_secs(10), move || {
+            consumer.fetch(1, Duration::from_millis(1))
+        })
+        .unwrap_err(),
+    );
+    let again = queue.clone();
+    stopped(within(Duration::from_secs(10), move || again.consumer().map(drop)).unwrap_err());
+    stopped(within(Duration::from_secs(10), move || queue.len()).unwrap_err());
 }
 
 /// A runtime built without its I/O and time drivers cannot run the queue:

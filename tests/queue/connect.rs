@@ -220,6 +220,24 @@ fn a_unix_socket_with_a_database_number() {
         server.command(&["EXISTS", "tw:{orders}:jobs", "tw:{orders}:due"]),
         ":0\r\n"
     );
+    // A queue of the same name in database 3, behind the same socket, is
+    // another queue: a delivery of one cannot ack the other's job, though
+    // the two jobs share an id and a fence.
+    let in_db3 =
+        Queue::connect(&format!("redis+unix://{}?db=3", socket.display()), "orders").unwrap();
+    queue.schedule_in("same-id", MS, b"2").unwrap();
+    in_db3.schedule_in("same-id", MS, b"3").unwrap();
+    let of_db3 = in_db3.consumer().unwrap();
+    let job = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    assert_eq!(job.payload, b"2");
+    assert!(matches!(of_db3.ack(&job), Err(QueueError::WrongQueue)));
+    let theirs = of_db3.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    assert_eq!(
+        (theirs.payload.as_slice(), theirs.fence()),
+        (&b"3"[..], job.fence())
+    );
+    assert_eq!(of_db3.ack(&theirs).unwrap(), Acked::Acked);
+    assert_eq!(consumer.ack(&job).unwrap(), Acked::Acked);
 }
 
 #[test]

@@ -183,6 +183,61 @@ fn overdue_jobs_follow_the_misfire_policy() {
     assert_eq!(discard.cancel("g0").unwrap(), Cancelled::Ended);
 }
 
+/// A claim whose fetch has gone by the time its reply comes hands its jobs
+/// back, and under a misfire policy that does not fire late jobs, a job
+/// handed back is not taken for a missed one: here a redelivery, whose
+/// due time (its first) is past the threshold though its lease ran out
+/// just now. Before, the job went back to that due time and the next
+/// claim discarded it: a job lost with a consumer up the whole time.
+#[test]
+fn a_job_handed_back_by_a_gone_fetch_is_not_missed() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server)
+        .lease(Duration::from_millis(300))
+        .misfire(
+            &MisfirePolicy::<()>::default()
+                .threshold(Duration::from_secs(1))
+                .on_missed(OnMissed::Discard),
+        )
+        .unwrap()
+        .connect()
+        .unwrap();
+    let consumer = queue.consumer().unwrap();
+    queue.schedule_in("job", Duration::ZERO, b"p").unwrap();
+    let first = consumer.fetch(1, Duration::from_secs(5)).unwrap();
+    assert_eq!(first.len(), 1);
+    // Never acked: its lease ends at 300 ms, and at 1.5 s its due time is
+    // past the threshold.
+    std::thread::sleep(1500 * MS);
+    // Redis stopped: the claim for an async fetch waits, the fetch's
+    // future is dropped before the reply, which then finds nobody to take
+    // the job.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let gone_consumer = queue.to_async().consumer().unwrap();
+    server.stop_signal();
+    let gone = runtime.block_on(async {
+        let fetch = gone_consumer.fetch(1, Duration::from_secs(5));
+        tokio::time::timeout(200 * MS, fetch).await
+    });
+    assert!(gone.is_err(), "the fetch was not cut short: {gone:?}");
+    server.cont_signal();
+    let again = take(&consumer, 1, Duration::from_secs(5));
+    assert_eq!(
+        queue.metrics().discarded,
+        0,
+        "the job was taken for a missed one"
+    );
+    assert_eq!(again.len(), 1, "the job handed back never came again");
+    assert_eq!(queue.metrics().released, 1);
+    // The attempt the gone fetch took was not counted.
+    assert_eq!((again[0].id.as_str(), again[0].attempt), ("job", 2));
+}
+
 /// The child side of the consumer-kill test: takes jobs and never acks
 /// them, printing each id, until it is killed.
 #[test]

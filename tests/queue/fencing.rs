@@ -242,6 +242,13 @@ fn close_interrupts_a_waiting_fetch_and_every_later_one() {
         consumer.fetch(1, Duration::from_secs(1)),
         Err(QueueError::Closed)
     ));
+    // Even a fetch that would take nothing says so (it once answered an
+    // empty list, so a loop of them never learned).
+    assert!(matches!(consumer.fetch(0, MS), Err(QueueError::Closed)));
+    assert!(matches!(
+        consumer.ack_and_fetch(&[], 0, MS),
+        Err(QueueError::Closed)
+    ));
     // The queue itself carries on.
     queue.schedule_in("after", MS, b"").unwrap();
     assert_eq!(queue.len().unwrap(), (1, 0));

@@ -8,7 +8,7 @@ use core::time::Duration;
 use std::collections::HashSet;
 use std::time::SystemTime;
 
-use tickwheel::redis::{Cursor, Listed, Queue, QueueError, MAX_PAGE};
+use tickwheel::redis::{Cursor, Listed, Queue, QueueError, MAX_DUE_MICROS, MAX_PAGE};
 
 use crate::queues;
 use crate::redis_server;
@@ -87,6 +87,52 @@ fn a_range_keeps_its_bounds() {
     assert_eq!(list((Unbounded, Excluded(at(base + 1)))), ["j0"]);
     assert_eq!(list((Included(at(base + 9)), Unbounded)), ["j9"]);
     assert!(list((Included(at(base + 20)), Unbounded)).is_empty());
+    // A bound past the latest due time means what it says, whichever side
+    // and kind it is (before, `..far` and `far..` were refused where
+    // `..=far` worked).
+    let far = at(MAX_DUE_MICROS) + Duration::from_secs(300 * 365 * 86_400);
+    assert_eq!(list((Unbounded, Excluded(far))).len(), 10);
+    assert_eq!(list((Unbounded, Included(far))).len(), 10);
+    assert!(list((Included(far), Unbounded)).is_empty());
+    assert!(list((Excluded(far), Unbounded)).is_empty());
+    assert!(matches!(
+        queue.pending(SystemTime::UNIX_EPOCH - MS.., 3, None),
+        Err(QueueError::DueOutOfRange)
+    ));
+}
+
+/// A nacked job is due again when its delay ends, and a requeued one when
+/// it is requeued: the job, its listing and its next delivery say so (they
+/// once kept the first due time, and the lateness counted the delay).
+#[test]
+fn a_retried_job_is_due_when_it_waits_again() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).max_attempts(2).connect().unwrap();
+    let consumer = queue.consumer().unwrap();
+    let due = SystemTime::now();
+    queue.schedule("r", due, b"").unwrap();
+    let first = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    let nacked = SystemTime::now();
+    consumer.nack(&first, 300 * MS).unwrap();
+    let waiting = queue.job("r").unwrap().unwrap();
+    assert_eq!(waiting.at, Some(waiting.due));
+    assert!(waiting.due >= nacked + 300 * MS - MS, "{:?}", waiting.due);
+    assert!(waiting.due <= SystemTime::now() + 300 * MS + MS);
+    let second = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    assert_eq!((second.attempt, second.due), (2, waiting.due));
+    consumer.nack(&second, MS).unwrap(); // out of attempts: dead
+    let requeued = SystemTime::now();
+    assert!(queue.requeue("r").unwrap());
+    let back = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    assert!(
+        back.due >= requeued - MS && back.due > second.due,
+        "{:?}",
+        back.due
+    );
+    // The lateness of every delivery was small: none counted a delay.
+    assert!(queue.metrics().lateness.quantile(1.0) < Duration::from_millis(250));
 }
 
 /// The job a page stopped at is cancelled, or delivered (its score moves

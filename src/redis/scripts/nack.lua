@@ -20,8 +20,10 @@ if r.attempt >= tonumber(ARGV[4]) then
   push(batch.dead_add, now, member)
   answer = 2
 else
-  r.s = 'w'
-  push(batch.zadd, now + tonumber(ARGV[3]), member)
+  -- Due again after the delay: its due time says so (a delivery, a
+  -- listing, the lateness measured), and a release puts it back there.
+  r.s, r.due = 'w', now + tonumber(ARGV[3])
+  push(batch.zadd, num(r.due), member)
 end
 put(id, r)
 flush()

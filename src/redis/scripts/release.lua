@@ -1,20 +1,30 @@
--- ARGV: wake channel, then per job: id, fence. Hands back jobs a claim
--- took for a fetch that had gone by the time they arrived: each still
--- held under its fence waits again at its due time, and the delivery is
--- not counted as an attempt. Returns how many were handed back.
-local n = (#ARGV - 1) / 2
+-- ARGV: wake channel, '1' if the queue has a misfire policy other than
+-- firing, then per job: id, fence. Hands back jobs a claim took for a
+-- fetch that had gone by the time they arrived: each still held under its
+-- fence waits again, and the delivery is not counted as an attempt. Under
+-- the plain policy a job waits at its due time, keeping its place; under
+-- another it waits at now, since the claim found it on time and a due
+-- time from before (a redelivery's, after its lease ran out) must not
+-- make the next claim take it for a missed job. Returns how many were
+-- handed back.
+local n = (#ARGV - 2) / 2
 local ids = {}
-for i = 1, n do ids[i] = ARGV[2 + (i - 1) * 2] end
+for i = 1, n do ids[i] = ARGV[3 + (i - 1) * 2] end
 read(ids)
-local back, first = 0, nil
+local back, first, now = 0, nil, nil
 for i = 1, n do
-  local id, fence = ids[i], tonumber(ARGV[3 + (i - 1) * 2])
+  local id, fence = ids[i], tonumber(ARGV[4 + (i - 1) * 2])
   local r = batch.recs[id]
   if r and r.s == 'l' and r.fence == fence then
     r.s, r.attempt = 'w', r.attempt - 1
     put(id, r)
-    push(batch.zadd, r.due, r.seq .. id)
-    if first == nil or r.due < first then first = r.due end
+    local at = r.due
+    if ARGV[2] == '1' then
+      if now == nil then now = clock() end
+      if at < now then at = now end
+    end
+    push(batch.zadd, num(at), r.seq .. id)
+    if first == nil or at < first then first = at end
     back = back + 1
   end
 end

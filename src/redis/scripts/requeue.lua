@@ -14,7 +14,7 @@ local answer = 0
 if r and r.s == 'x' then
   local now = clock()
   local member = r.seq .. id
-  r.s, r.attempt, r.last = 'w', 0, ARGV[2]
+  r.s, r.attempt, r.last, r.due = 'w', 0, ARGV[2], now
   put(id, r)
   push(batch.dead_rem, member)
   push(batch.zadd, now, member)
