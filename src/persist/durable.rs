@@ -45,7 +45,7 @@ use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer};
 /// | call | journal | then |
 /// |------|---------|------|
 /// | `schedule` | `schedule(id, due, payload)` | the job joins the timer; `schedule` returns |
-/// | `cancel` | `cancel(id)` | the job leaves the timer (if it has not fired) |
+/// | `cancel` | the job is held (it cannot fire), then `cancel(id)` | the job leaves the timer |
 /// | `reset` | `reset(id, due)` | the job moves |
 /// | a job fires | nothing | the handler runs, and when it returns: `done(id)` |
 /// | `open` | a compacted file: the id watermark and the pending jobs | the jobs are restored |
@@ -58,10 +58,10 @@ use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer};
 /// later: delivery is at least once.** A job whose handler ran, or was
 /// running, when the process died, without its `done` reaching the disk,
 /// runs again after the restart, and so does a job whose handler
-/// panicked (it never completed). A cancel that found its job pending is
-/// journaled before the timer acts, so that job stays cancelled after a
-/// crash (even if the fire wins the race that follows); a cancel that came
-/// too late (the job had been taken to run) writes nothing.
+/// panicked (it never completed). A cancel holds its job (it can no
+/// longer fire) before it writes, so a job whose cancel was journaled
+/// never runs, before or after a crash; a cancel that came too late (the
+/// job had been taken to run) writes nothing and answers `None`.
 ///
 /// With [`SyncPolicy::Every`] the same holds for a process crash (the
 /// kernel keeps what was written), and a machine crash loses at most the
@@ -355,10 +355,14 @@ where
     }
 
     /// Cancels a job: `Some(value)` if it will never run, `None` if it has
-    /// run or is running, or the handle is stale. The cancel is in the
-    /// journal before the timer acts, so a cancelled job never comes back
-    /// after a restart; if the journal cannot take it (a full disk), the
-    /// answer is `None` and the job stays pending (counted in
+    /// run or is running, or the handle is stale. The job is held first
+    /// (it cannot fire while the cancel is written), then the cancel goes
+    /// in the journal, then the job leaves the timer: so a cancelled job
+    /// never comes back after a restart, and a job whose cancel answered
+    /// `None` was taken to run before anything was written, so a crash
+    /// before its handler returns still runs it again. If the journal
+    /// cannot take the cancel (a full disk), the answer is `None` and the
+    /// job stays pending at its due time (counted in
     /// [`write_errors`](Self::write_errors)).
     ///
     /// ```
@@ -371,10 +375,12 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cancel(&self, handle: DurableHandle) -> Option<T> {
-        if !self.timer.is_pending(handle.handle) {
-            return None;
-        }
+        // Held, it cannot fire during the journal's write: before, a fire
+        // then won the race after the journal said cancelled, and a crash
+        // before its handler returned lost the job.
+        let due = self.timer.hold(handle.handle)?;
         if !self.log.append_or_refuse(Record::Cancel { id: handle.id }) {
+            self.timer.unhold(handle.handle, due);
             return None; // the job stays pending
         }
         self.timer.cancel(handle.handle).map(|job| {

@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime};
 use super::executor::Executor;
 use super::job::{Job, Make, Unfired};
 use super::shard::STOPPING;
-use super::Timer;
+use super::{Timer, TimerHandle};
 use crate::Tick;
 
 impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
@@ -59,6 +59,36 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// unfired timer's period.
     pub(crate) fn shutdown_unfired(&self) -> Vec<Unfired<T>> {
         self.owner.stop(STOPPING)
+    }
+
+    /// Keeps a pending timer from firing until [`unhold`](Self::unhold)
+    /// or a cancel, for a caller that must write something down first:
+    /// moves it to the end of time and returns the deadline it had, or
+    /// `None` if the handle is stale. Both bypass a repeating timer's
+    /// cadence: the timer is moved, not rescheduled.
+    pub(crate) fn hold(&self, handle: TimerHandle) -> Option<Tick> {
+        let (_, mut wheels) = self.owner.shared.lock(handle)?;
+        let wheel = wheels.get_mut(handle.class)?;
+        let deadline = wheel.deadline(handle.key)?;
+        wheel.reset(handle.key, Tick::MAX);
+        Some(deadline)
+    }
+
+    /// Puts a timer [`hold`](Self::hold) kept back at `deadline`; `false`
+    /// if the handle is stale.
+    pub(crate) fn unhold(&self, handle: TimerHandle, deadline: Tick) -> bool {
+        let shared = &self.owner.shared;
+        let Some((_, mut wheels)) = shared.lock(handle) else {
+            return false;
+        };
+        let moved = wheels
+            .get_mut(handle.class)
+            .is_some_and(|wheel| wheel.reset(handle.key, deadline));
+        drop(wheels);
+        if moved {
+            shared.wake_if_earlier(deadline, handle.class);
+        }
+        moved
     }
 
     /// The clock's time now, as an `Instant` and as wall time, read as

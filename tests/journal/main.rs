@@ -9,6 +9,7 @@ mod children;
 mod journal;
 mod journal_keys;
 mod journal_promises;
+mod journal_races;
 mod journal_schedules;
 #[path = "../support/journals.rs"]
 mod journals;
