@@ -6,7 +6,9 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
+use core::panic::AssertUnwindSafe;
 use core::time::Duration;
+use std::panic::catch_unwind;
 use std::time::Instant;
 
 use super::executor::{Executor, Task};
@@ -122,6 +124,9 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// repeating timer: no future run will; the value comes from its
     /// factory, outside the lock), or `None` if it has fired or is firing
     /// (a one-shot), or the handle is stale. Fire and cancel never both win.
+    /// A repeating timer whose factory panics making that value is
+    /// cancelled all the same and answers `None`; the panic is caught and
+    /// counted ([`Stats::panicked`](super::Stats::panicked) and `dropped`).
     ///
     /// ```
     /// # use std::time::Duration;
@@ -133,7 +138,15 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     pub fn cancel(&self, handle: TimerHandle) -> Option<T> {
         match self.owner.shared.cancel_job(handle)? {
             Job::Once(value) => Some(value),
-            Job::Repeat(repeat) => Some((repeat.make)(None)),
+            Job::Repeat(repeat) => {
+                let made = catch_unwind(AssertUnwindSafe(|| (repeat.make)(None)));
+                if made.is_err() {
+                    let counters = &self.owner.shared.counters;
+                    counters.panicked();
+                    counters.dropped();
+                }
+                made.ok()
+            }
             // Not reachable through a sleep's own handle, which it keeps;
             // complete the sleep rather than leave it waiting.
             #[cfg(feature = "async")]

@@ -242,6 +242,8 @@ impl ManualClock {
     }
 
     /// Moves the time forward and wakes every thread sleeping on the clock.
+    /// Past the latest instant the platform holds (`Duration::MAX`, say),
+    /// the clock stops there.
     ///
     /// ```
     /// use std::time::Duration;
@@ -255,8 +257,8 @@ impl ManualClock {
     pub fn advance(&self, by: Duration) {
         let sleepers = {
             let mut state = self.inner.lock();
-            state.now += by;
-            state.wall += by;
+            state.now = saturating_add(state.now, by, Instant::checked_add);
+            state.wall = saturating_add(state.wall, by, SystemTime::checked_add);
             state.asleep.clear();
             state.sleepers.clone()
         };
@@ -361,4 +363,19 @@ impl Clock for ManualClock {
             .asleep
             .retain(|&(other, _)| other != sleep);
     }
+}
+
+#[cfg(any(feature = "test-util", all(loom, test)))]
+/// `t + by`, or the latest time `add` reaches on the way there: steps as
+/// large as fit, halving on each overflow (a few hundred at most).
+fn saturating_add<I: Copy>(mut t: I, by: Duration, add: fn(&I, Duration) -> Option<I>) -> I {
+    let (mut left, mut step) = (by, by);
+    while !left.is_zero() && !step.is_zero() {
+        let now = step.min(left);
+        match add(&t, now) {
+            Some(later) => (t, left) = (later, left - now),
+            None => step /= 2,
+        }
+    }
+    t
 }

@@ -148,17 +148,19 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
                 let next = u32::try_from(past)
                     .ok()
                     .and_then(|n| period.checked_mul(n))
-                    .and_then(|ahead| first.checked_add(ahead))
-                    .unwrap_or(now + period);
+                    .and_then(|ahead| first.checked_add(ahead));
                 let owed = match missed {
                     MissedTicks::Burst => past,
                     MissedTicks::Skip | MissedTicks::Delay => 1,
                 };
                 (next, owed)
             }
-            None => (first, 0),
+            None => (Some(first), 0),
         };
-        let base = time.tick_at(next_on_grid);
+        // A grid point past what an `Instant` holds (a period of centuries):
+        // one period from now, in ticks, which saturate (this once added
+        // `now + period` and panicked).
+        let base = next_on_grid.map_or_else(|| time.deadline_after(period), |at| time.tick_at(at));
         let file_at = if owed > 0 { time.tick_at(now) } else { base };
         let job = Job::Repeat(Box::new(Repeat {
             make,

@@ -277,3 +277,42 @@ fn a_grid_that_started_in_the_past_is_made_up_then_kept() {
         assert_eq!(rx.try_iter().count(), 1, "{missed:?}: on the grid at +5 ms");
     }
 }
+
+/// A grid that started in the past with a period of centuries: its next
+/// point is past what an `Instant` holds. It runs the run it owes and
+/// waits; it once panicked the caller (`now + period` overflowed), and a
+/// snapshot restored with such a period lost every job.
+#[test]
+fn a_past_grid_with_a_huge_period_runs_once_and_waits() {
+    for period in [Duration::MAX, Duration::from_secs(u64::MAX / 2)] {
+        let (clock, timer, rx) = channel_timer();
+        let first = now(&clock) - MS;
+        let handle = timer
+            .schedule_repeating_at(first, period, MissedTicks::Skip, || 1u8)
+            .unwrap();
+        timer.sync();
+        assert_eq!(rx.try_iter().count(), 1, "{period:?}: the owed run");
+        advance(&clock, &timer, Duration::from_secs(3600));
+        assert_eq!(rx.try_iter().count(), 0, "{period:?}: early");
+        assert!(timer.cancel(handle).is_some());
+    }
+}
+
+/// Cancelling a repeating timer makes its value with the factory; one that
+/// panics then is caught and counted, like a run's, and the timer is
+/// cancelled all the same (the panic once reached the caller of `cancel`).
+#[test]
+fn a_factory_that_panics_on_cancel_is_caught_and_counted() {
+    let (_clock, timer, rx) = channel_timer();
+    let handle = timer
+        .schedule_repeating(MS, MS, MissedTicks::Skip, || -> u8 {
+            panic!("no value today")
+        })
+        .unwrap();
+    assert_eq!(timer.cancel(handle), None);
+    let stats = timer.stats();
+    assert_eq!((stats.panicked, stats.dropped), (1, 1));
+    assert_eq!(timer.pending(), 0);
+    assert!(timer.cancel(handle).is_none());
+    assert_eq!(rx.try_iter().count(), 0);
+}

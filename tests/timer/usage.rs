@@ -169,3 +169,39 @@ fn a_panicking_hook_is_counted_and_the_driver_carries_on() {
     timer.sync();
     assert_eq!(rx.try_recv(), Ok(4));
 }
+
+/// A test clock moved by any amount, `Duration::MAX` included, stops at
+/// the latest instant it can hold instead of panicking the test; small
+/// steps stay exact, and a timer due within reach fires.
+#[test]
+fn a_manual_clock_moved_past_what_an_instant_holds_stops_there() {
+    let clock = ManualClock::new();
+    let (t0, w0) = (clock.now(), clock.wall_now());
+    clock.advance(MS);
+    assert_eq!(
+        (
+            clock.now() - t0,
+            clock.wall_now().duration_since(w0).unwrap()
+        ),
+        (MS, MS)
+    );
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(Inline)
+        .build()
+        .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&ran);
+    timer
+        .run_after(Duration::from_secs(3600), move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    clock.advance(Duration::MAX);
+    let end = clock.now();
+    assert!(end > t0 + Duration::from_secs(100 * 365 * 86_400));
+    clock.advance(Duration::MAX); // and again: it stays
+    assert_eq!(clock.now(), end);
+    timer.sync();
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
