@@ -1,9 +1,10 @@
 //! Making a [`Timer`]: [`Builder`] with every setting, checked, and the
-//! start of its driver thread; and the shortcuts `Timer::new` and
-//! `Timer::with_channel`.
+//! start of its driver thread; and the shortcut `Timer::new`
+//! (`Timer::with_channel` is in `delay_queue.rs`).
 
 use alloc::boxed::Box;
 use alloc::string::String;
+use core::any::Any;
 use core::fmt;
 use core::marker::PhantomData;
 use core::time::Duration;
@@ -85,6 +86,9 @@ pub struct Builder<T, E> {
     clock: alloc::sync::Arc<dyn Clock>,
     executor: E,
     on_undelivered: Option<UndeliveredHook<T>>,
+    /// A hook was set for a value type that `executor` then changed:
+    /// `build` refuses rather than drop it silently.
+    lost_hook: bool,
     /// What the timer publishes through `metrics`: `None` registers the
     /// `tickwheel_timer_*` family under the thread name at `build`.
     #[cfg(feature = "metrics")]
@@ -105,6 +109,7 @@ impl Builder<Task, ThreadPool> {
             clock: alloc::sync::Arc::new(SystemClock),
             executor: ThreadPool::default(),
             on_undelivered: None,
+            lost_hook: false,
             #[cfg(feature = "metrics")]
             metrics: None,
             _values: PhantomData,
@@ -258,6 +263,15 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// ```
     #[must_use]
     pub fn executor<V: Send + 'static, X: Executor<V>>(self, executor: X) -> Builder<V, X> {
+        // A hook set before keeps working if the value type stays; one for
+        // another type cannot take the new values, and `build` says so.
+        let (on_undelivered, lost_hook) =
+            match self.on_undelivered.map(|h| Box::new(h) as Box<dyn Any>) {
+                None => (None, self.lost_hook),
+                Some(hook) => hook
+                    .downcast::<UndeliveredHook<V>>()
+                    .map_or((None, true), |hook| (Some(*hook), self.lost_hook)),
+            };
         Builder {
             tick: self.tick,
             slack: self.slack,
@@ -268,7 +282,8 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
             learn_lead: self.learn_lead,
             clock: self.clock,
             executor,
-            on_undelivered: None,
+            on_undelivered,
+            lost_hook,
             #[cfg(feature = "metrics")]
             metrics: self.metrics,
             _values: PhantomData,
@@ -293,7 +308,10 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// Without a hook such values are dropped (their `Drop` runs) and
     /// counted in [`Stats::dropped`](super::Stats::dropped). Values still pending when the last
     /// handle is dropped can then not be observed at all: set a hook, or
-    /// call [`Timer::shutdown`] first to get them back.
+    /// call [`Timer::shutdown`] first to get them back. Set before
+    /// [`executor`](Self::executor), the hook stays if the value type does;
+    /// if the executor changes it, [`build`](Self::build) refuses with
+    /// [`BuildError::UndeliveredHook`].
     ///
     /// ```
     /// use tickwheel::timer::Task;
@@ -305,6 +323,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     #[must_use]
     pub fn on_undelivered(mut self, hook: impl Fn(Undelivered<T>) + Send + Sync + 'static) -> Self {
         self.on_undelivered = Some(Box::new(hook));
+        self.lost_hook = false;
         self
     }
 
@@ -312,8 +331,10 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     ///
     /// # Errors
     ///
-    /// [`BuildError`] if the tick or shard count is out of range, or a
-    /// thread cannot be spawned.
+    /// [`BuildError`] if the tick or shard count is out of range, the
+    /// thread name holds a NUL, an `on_undelivered` hook was set for the
+    /// value type an `executor` then changed, or a thread cannot be
+    /// spawned.
     ///
     /// ```
     /// let timer = tickwheel::Timer::builder().build()?;
@@ -323,6 +344,9 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     pub fn build(self) -> Result<Timer<T, E>, BuildError> {
         if self.thread_name.contains('\0') {
             return Err(BuildError::ThreadName(self.thread_name));
+        }
+        if self.lost_hook {
+            return Err(BuildError::UndeliveredHook);
         }
         let time = TimeSource::new(self.clock, self.tick).map_err(BuildError::Tick)?;
         let slack = time.slack_ticks(self.slack);
@@ -432,69 +456,3 @@ impl Timer {
         Builder::new()
     }
 }
-
-impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
-    /// A delay queue: values come out of the returned [`Receiver`] once
-    /// their deadline has passed (the JDK `DelayQueue` / Redisson
-    /// `RDelayedQueue` use), each within [`DEFAULT_SLACK`] of it, in the
-    /// order they fire: deadline order, except that values due less than
-    /// the slack apart may swap. Build with `.slack(Duration::ZERO)` and
-    /// [`Builder::executor`] with a channel for strict deadline order
-    /// (across shards too: a late wake-up that finds timers of several
-    /// shards due merges them, up to 256 a shard per round). The
-    /// value type is inferred from what you schedule or receive.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::Spawn`] if the driver thread cannot be spawned.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let (queue, ready) = tickwheel::Timer::with_channel()?;
-    /// queue.schedule(Duration::from_millis(20), "second")?;
-    /// queue.schedule(Duration::from_millis(10), "first")?;
-    /// assert_eq!(ready.recv()?, "first");
-    /// assert_eq!(ready.recv()?, "second");
-    /// # Ok::<(), Box<dyn core::error::Error>>(())
-    /// ```
-    ///
-    /// [`Receiver`]: super::Receiver
-    pub fn with_channel() -> Result<(DelayQueue<T>, super::Receiver<T>), BuildError> {
-        let (sender, receiver) = crossbeam_channel::unbounded();
-        let timer = Timer::builder().executor(sender).build()?;
-        Ok((timer, receiver))
-    }
-}
-
-/// [`Timer::with_channel`] with the value type named up front, for when
-/// nothing later in the code fixes it: `delay_queue::<Order>()` (the type
-/// parameter belongs to this function, so it takes a turbofish, which
-/// `Timer::with_channel` cannot).
-///
-/// # Errors
-///
-/// [`BuildError::Spawn`] if the driver thread cannot be spawned.
-///
-/// ```
-/// let (queue, ready) = tickwheel::timer::delay_queue::<u64>()?;
-/// assert!(ready.is_empty());
-/// # drop(queue);
-/// # Ok::<(), Box<dyn core::error::Error>>(())
-/// ```
-pub fn delay_queue<T: Send + 'static>() -> Result<(DelayQueue<T>, super::Receiver<T>), BuildError> {
-    Timer::with_channel()
-}
-
-/// A timer whose fired values go down a channel: what
-/// [`Timer::with_channel`] and [`delay_queue`] make.
-///
-/// ```
-/// use tickwheel::timer::DelayQueue;
-///
-/// struct Orders {
-///     timeouts: DelayQueue<u64>,
-/// }
-/// # let _ = |o: Orders| o.timeouts;
-/// ```
-pub type DelayQueue<T> = Timer<T, crossbeam_channel::Sender<T>>;

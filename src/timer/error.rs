@@ -185,6 +185,10 @@ pub enum BuildError {
     /// The driver thread's name ([`Builder::thread_name`](super::Builder::thread_name))
     /// holds a NUL byte, which no thread name can; the name is handed back.
     ThreadName(String),
+    /// An [`on_undelivered`](super::Builder::on_undelivered) hook was set
+    /// before an [`executor`](super::Builder::executor) that changed the
+    /// value type, so it could not take the timer's values: set it after.
+    UndeliveredHook,
 }
 
 impl fmt::Display for BuildError {
@@ -201,6 +205,10 @@ impl fmt::Display for BuildError {
             BuildError::ThreadName(name) => {
                 write!(f, "a thread name must not hold a NUL byte, got {name:?}")
             }
+            BuildError::UndeliveredHook => f.write_str(
+                "on_undelivered was set for another value type than the executor's: \
+                 set it after executor()",
+            ),
         }
     }
 }

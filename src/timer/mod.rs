@@ -38,6 +38,7 @@
 mod api;
 mod builder;
 mod clock;
+mod delay_queue;
 mod driver;
 mod error;
 mod executor;
@@ -63,10 +64,11 @@ mod sync;
 mod time;
 
 pub use api::Timer;
-pub use builder::{delay_queue, Builder, DelayQueue, DEFAULT_SLACK, MAX_SLACK};
+pub use builder::{Builder, DEFAULT_SLACK, MAX_SLACK};
 #[cfg(any(feature = "test-util", all(loom, test)))]
 pub use clock::ManualClock;
 pub use clock::{Clock, SpinningClock, SystemClock};
+pub use delay_queue::{delay_queue, DelayQueue};
 pub use error::{BuildError, ScheduleError, ScheduleErrorKind};
 pub use executor::{Executor, Inline, Rejected, Task, Undelivered, Why};
 pub use expired::Expired;

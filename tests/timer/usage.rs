@@ -205,3 +205,38 @@ fn a_manual_clock_moved_past_what_an_instant_holds_stops_there() {
     timer.sync();
     assert_eq!(ran.load(Ordering::SeqCst), 1);
 }
+
+/// An `on_undelivered` hook set before `executor` stays when the value
+/// type does (it was once dropped there, silently, and pending values were
+/// lost unseen); set for a type the executor then changes, `build` refuses.
+#[test]
+fn an_undelivered_hook_set_before_the_executor_is_kept_or_refused() {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&seen);
+    let timer = Timer::builder()
+        .on_undelivered(move |lost: Undelivered<tickwheel::timer::Task>| {
+            assert!(matches!(lost.why, Why::Dropped));
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .executor(Inline)
+        .build()
+        .unwrap();
+    timer.run_after(Duration::from_secs(60), || ()).unwrap();
+    drop(timer);
+    assert_eq!(seen.load(Ordering::SeqCst), 1, "the hook was dropped");
+
+    let (tx, _rx) = crossbeam_channel::unbounded::<u8>();
+    let err = Timer::builder()
+        .on_undelivered(|_: Undelivered<tickwheel::timer::Task>| ())
+        .executor(tx.clone())
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, BuildError::UndeliveredHook), "{err}");
+    // Set again after the executor, for its type: fine.
+    let timer = Timer::builder()
+        .on_undelivered(|_: Undelivered<tickwheel::timer::Task>| ())
+        .executor(tx)
+        .on_undelivered(|_: Undelivered<u8>| ())
+        .build();
+    assert!(timer.is_ok());
+}
