@@ -111,7 +111,8 @@ fn work(receiver: &Receiver<Task>, state: &PoolState) {
         }
         let mut outstanding = state.outstanding.lock();
         *outstanding -= 1;
-        if *outstanding == 0 {
+        // At 1, a flush from the one task left may be waiting for it.
+        if *outstanding <= 1 {
             state.idle.notify_all();
         }
     }
@@ -170,8 +171,13 @@ impl Executor<Task> for ThreadPool {
     }
 
     fn flush(&self) {
+        // Called from one of this pool's tasks (one that shuts its timer
+        // down gracefully), that task is outstanding until it returns:
+        // wait for the others only, or the wait would never end.
+        let me = thread::current().id();
+        let own = usize::from(self.state.worker_ids.lock().contains(&me));
         let mut outstanding = self.state.outstanding.lock();
-        while *outstanding > 0 {
+        while *outstanding > own {
             outstanding = self.state.idle.wait(outstanding);
         }
     }

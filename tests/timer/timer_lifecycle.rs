@@ -100,6 +100,37 @@ fn graceful_shutdown_fires_what_is_due_and_drains_the_pool() {
     assert_eq!(future.len(), 1);
 }
 
+/// A pool task that shuts its own timer down gracefully waits for the
+/// other tasks, not for itself: the call once never returned (the flush
+/// counted the calling task), leaking the worker and the unfired timers.
+#[test]
+fn a_pool_task_can_shut_its_timer_down_gracefully() {
+    let timer = Timer::new().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let other = Arc::new(AtomicUsize::new(0));
+    let ran = Arc::clone(&other);
+    timer
+        .run_after(MS, move || {
+            std::thread::sleep(50 * MS);
+            ran.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let own = timer.clone();
+    timer
+        .run_after(5 * MS, move || {
+            let _ = tx.send(own.shutdown_graceful().len());
+        })
+        .unwrap();
+    timer.run_after(Duration::from_secs(60), || ()).unwrap();
+    let unfired = rx.recv_timeout(Duration::from_secs(5));
+    assert_eq!(unfired, Ok(1), "the graceful shutdown never returned");
+    assert_eq!(
+        other.load(Ordering::SeqCst),
+        1,
+        "it did not wait for the other task"
+    );
+}
+
 #[test]
 fn a_panicking_task_is_counted_and_nothing_else_is_affected() {
     for pool in [false, true] {
