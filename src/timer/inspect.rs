@@ -125,7 +125,9 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// run). For deterministic tests with a `ManualClock`; feature
     /// `test-util`.
     ///
-    /// Returns at once if the timer has been shut down.
+    /// Returns at once if the timer has been shut down, and when called on
+    /// the driver thread itself (from a task an `Inline` executor runs),
+    /// whose pass cannot end while it waits.
     ///
     /// ```
     /// use std::time::Duration;
@@ -151,6 +153,14 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     #[cfg(all(feature = "test-util", not(all(loom, test))))]
     pub fn sync(&self) {
         let shared = &self.owner.shared;
+        let on_driver = shared
+            .driver
+            .lock()
+            .as_ref()
+            .is_some_and(|driver| driver.id() == std::thread::current().id());
+        if on_driver {
+            return; // waiting here would wait on itself, for good
+        }
         let target = shared.passes.started.load(Ordering::SeqCst) + 1;
         shared.unpark_driver();
         let mut completed = shared.passes.completed.lock();

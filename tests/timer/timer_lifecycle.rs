@@ -349,3 +349,34 @@ fn the_pool_starts_its_workers_with_the_first_task() {
     }
     assert_eq!(threads_named("lazypool-"), 0, "joined at drop");
 }
+
+/// `sync` from a task the driver runs inline returns at once: it once
+/// waited for the pass it was part of, and the driver, and with it the
+/// whole timer, stopped for good.
+#[test]
+fn sync_from_an_inline_task_does_not_stop_the_driver() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(Inline)
+        .build()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (own, first) = (timer.clone(), tx.clone());
+    timer
+        .run_after(MS, move || {
+            own.sync();
+            let _ = first.send("first");
+        })
+        .unwrap();
+    timer
+        .run_after(3 * MS, move || {
+            let _ = tx.send("second");
+        })
+        .unwrap();
+    clock.advance(2 * MS);
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("first"));
+    clock.advance(2 * MS);
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("second"));
+    assert!(timer.shutdown().is_empty());
+}
