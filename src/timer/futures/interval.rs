@@ -61,6 +61,10 @@ pub struct Interval {
     /// is not missed, however late the wake-up (unless the next one has
     /// passed too).
     waiting: bool,
+    /// Points of the grid before the timer's tick 0, which ticks cannot
+    /// express (a start earlier than the timer): the next one and how
+    /// many are still to come, at once, before the ticks' grid goes on.
+    early: Option<(Instant, u64)>,
 }
 
 impl Interval {
@@ -95,6 +99,9 @@ impl Interval {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        if let Some((at, left)) = self.early {
+            return Poll::Ready(self.early_tick(at, left));
+        }
         if Pin::new(&mut self.sleep).poll(cx).is_pending() {
             self.waiting = true;
             return Poll::Pending;
@@ -158,7 +165,58 @@ impl Interval {
             period,
             missed,
             waiting: false,
+            early: None,
         }
+    }
+
+    /// Starts the grid at `first`. Points of it before the timer's tick 0
+    /// are owed at once (every one under `Burst`, the first otherwise);
+    /// the ticks' grid goes on from its first point at or after tick 0
+    /// (ticks before it do not exist, and a start there once moved the
+    /// whole grid onto tick 0).
+    fn place(&mut self, first: Instant) {
+        let timer = &self.sleep.timer;
+        let origin = timer.instant_of(0);
+        let every = self.period();
+        let mut on_grid = first;
+        self.early = None;
+        if let Some(before) = origin
+            .checked_duration_since(first)
+            .filter(|d| !d.is_zero())
+        {
+            let points = before.as_nanos().div_ceil(every.as_nanos());
+            on_grid = u32::try_from(points)
+                .ok()
+                .and_then(|n| every.checked_mul(n))
+                .and_then(|ahead| first.checked_add(ahead))
+                .unwrap_or_else(|| timer.instant_of(Tick::MAX));
+            let owed = match self.missed {
+                MissedTicks::Burst => u64::try_from(points).unwrap_or(u64::MAX),
+                MissedTicks::Skip | MissedTicks::Delay => 1,
+            };
+            self.early = Some((first, owed));
+        }
+        self.sleep.reset(on_grid);
+        self.start = self.sleep.deadline;
+        self.waiting = false;
+    }
+
+    /// Yields the early point `at`, `left` of them still owed; `None` once
+    /// the timer has stopped. After the last, `Delay` restarts the
+    /// schedule a period from now, as for any missed tick.
+    fn early_tick(&mut self, at: Instant, left: u64) -> Option<Instant> {
+        if self.sleep.timer.is_stopped() {
+            return None;
+        }
+        let next = at.checked_add(self.period()).filter(|_| left > 1);
+        self.early = next.map(|next| (next, left - 1));
+        if self.early.is_none() && self.missed == MissedTicks::Delay {
+            let now = self.sleep.timer.now();
+            self.sleep
+                .reset(now.checked_add(self.period()).unwrap_or(now));
+            self.start = self.sleep.deadline;
+        }
+        Some(at)
     }
 }
 
@@ -176,9 +234,7 @@ impl Interval {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn reset_at(&mut self, deadline: Instant) {
-        self.sleep.reset(deadline);
-        self.start = self.sleep.deadline;
-        self.waiting = false;
+        self.place(deadline);
     }
 
     /// Moves the schedule: the next tick `after` from now, and the grid
@@ -319,7 +375,9 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
             return Err(ScheduleError::new(ScheduleErrorKind::ZeroPeriod, ()));
         }
         let period_ticks = self.owner.shared.time.ticks_in(period);
-        Ok(Interval::new(self.sleep_until(start), period_ticks, missed))
+        let mut interval = Interval::new(self.sleep_until(start), period_ticks, missed);
+        interval.place(start);
+        Ok(interval)
     }
 }
 
@@ -327,6 +385,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
 mod tests {
     use super::*;
     use crate::timer::{Clock, ManualClock};
+    use alloc::vec::Vec;
     use core::task::Waker;
     use futures_core::Stream;
 
@@ -351,5 +410,59 @@ mod tests {
             Poll::Ready(Some(start + Duration::from_millis(2)))
         );
         assert_eq!(ticks.period(), Duration::from_millis(2));
+    }
+
+    /// A start before the timer was built (its tick 0): the grid stays
+    /// `start + n × period`; the points before tick 0 come at once (all of
+    /// them under `Burst`, the first otherwise). Before, the grid moved
+    /// onto tick 0: the first tick said the timer's origin, `Burst` ran one
+    /// tick instead of ten, and every later tick was off by the gap.
+    #[test]
+    fn a_start_before_the_timer_keeps_its_grid() {
+        let ms = Duration::from_millis(1);
+        for (missed, at_once) in [
+            (MissedTicks::Burst, 10),
+            (MissedTicks::Skip, 1),
+            (MissedTicks::Delay, 1),
+        ] {
+            let clock = ManualClock::new();
+            let timer = Timer::builder()
+                .clock(clock.clone())
+                .slack(Duration::ZERO)
+                .build()
+                .unwrap();
+            let origin = clock.now();
+            let start = origin - 95 * ms;
+            let mut ticks = timer.interval_at(start, 10 * ms, missed).unwrap();
+            let mut cx = Context::from_waker(Waker::noop());
+            let mut poll = |ticks: &mut Interval| match ticks.poll_tick(&mut cx) {
+                Poll::Ready(at) => at,
+                Poll::Pending => None,
+            };
+            let early: Vec<_> = (0..at_once).map(|_| poll(&mut ticks)).collect();
+            let grid: Vec<_> = (0..at_once).map(|n| Some(start + 10 * ms * n)).collect();
+            assert_eq!(early, grid, "{missed:?}");
+            assert_eq!(
+                poll(&mut ticks),
+                None,
+                "{missed:?}: a tick too many at once"
+            );
+            clock.advance(5 * ms);
+            timer.sync();
+            let next = poll(&mut ticks);
+            match missed {
+                // Back on the grid: start + 100 ms is tick 0 + 5 ms.
+                MissedTicks::Burst | MissedTicks::Skip => {
+                    assert_eq!(next, Some(origin + 5 * ms), "{missed:?}")
+                }
+                // Restarted a period after the missed tick.
+                MissedTicks::Delay => {
+                    assert_eq!(next, None);
+                    clock.advance(5 * ms);
+                    timer.sync();
+                    assert_eq!(poll(&mut ticks), Some(origin + 10 * ms));
+                }
+            }
+        }
     }
 }
