@@ -399,7 +399,9 @@ mod tests {
         let t = Target::single("rediss://example.com:6380").unwrap();
         assert_eq!(t.describe(), "rediss://example.com:6380/0");
         let t = Target::single("redis+unix:///tmp/redis.sock").unwrap();
-        assert_eq!(t.describe(), "redis+unix:///tmp/redis.sock");
+        assert_eq!(t.describe(), "redis+unix:///tmp/redis.sock?db=0");
+        let t = Target::single("redis+unix:///tmp/redis.sock?db=2").unwrap();
+        assert_eq!(t.describe(), "redis+unix:///tmp/redis.sock?db=2");
         assert!(Target::single("http://x").is_err());
         assert!(Target::cluster(&[]).is_err());
         let t = Target::cluster(&["redis://b:2", "redis://a:1"]).unwrap();
