@@ -9,10 +9,11 @@ impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
     /// their deadline has passed (the JDK `DelayQueue` / Redisson
     /// `RDelayedQueue` use), each within [`DEFAULT_SLACK`](super::DEFAULT_SLACK) of it, in the
     /// order they fire: deadline order, except that values due less than
-    /// the slack apart may swap. Build with `.slack(Duration::ZERO)` and
-    /// [`Builder::executor`] with a channel for strict deadline order
-    /// (across shards too: a late wake-up that finds timers of several
-    /// shards due merges them, up to 256 a shard per round). The
+    /// the slack apart may swap (the slack lets the driver serve them with
+    /// one wake-up). A wake-up that finds values of several shards due
+    /// (several threads scheduled them; the driver was late) merges them
+    /// in deadline order. Build with `.slack(Duration::ZERO)` and
+    /// [`Builder::executor`] with a channel for strict deadline order. The
     /// value type is inferred from what you schedule or receive.
     ///
     /// # Errors

@@ -60,10 +60,10 @@ use crate::Tick;
 /// never keeps a shard locked for long.
 const BATCH: usize = 256;
 
-/// The batch for timers with slack, after each of which the driver checks
-/// whether a timer with less slack has come due: at about 0.1–0.2 µs a
-/// hand-off, a few µs.
-const LOOSE_BATCH: usize = 32;
+/// Most timers with slack handed over in one round of a pass, after each
+/// of which the driver checks whether a timer with less slack has come
+/// due: at about 0.1–0.2 µs a hand-off, 25–50 µs.
+const LOOSE_ROUND: usize = 256;
 
 /// A due timer taken out of its wheel, waiting (outside the lock) to be
 /// handed over.
@@ -190,92 +190,120 @@ fn precise_sleeps() {
 fn precise_sleeps() {}
 
 /// One pass over the wheels: fires what was due when it began, class by
-/// class (least slack first) and shard by shard, and returns when to wake
-/// next: the earliest window end (`slack.rs`).
+/// class (least slack first), and returns when to wake next: the earliest
+/// window end (`slack.rs`).
 ///
-/// While it hands over timers with slack, in batches of [`LOOSE_BATCH`],
-/// it watches the clock: once a class with less slack needs its wake-up
-/// (the pass has already read when), it ends early and says "now", so the
-/// next pass starts with the least slack. A precise timer thus waits
-/// behind at most one batch of loose ones, not behind every loose timer a
-/// late wake-up found due.
+/// Each class is collected from every shard and handed over merged, in
+/// deadline order, then priority (`fire_class`): a pass that finds timers
+/// of several shards due (a late wake-up, a burst) keeps
+/// `Timer::with_channel`'s order and the priorities of timers due at one
+/// tick, as a single wheel would.
 ///
-/// The zero-slack class is collected from every shard (up to [`BATCH`]
-/// each) before any is delivered, and delivered in deadline order: a late
-/// pass that finds timers of several shards due hands them over as one
-/// deadline-ordered batch, not shard by shard (`Timer::with_channel`'s
-/// strict order with zero slack).
+/// While it hands over timers with slack, in rounds of at most
+/// [`LOOSE_ROUND`], it watches the clock: once a class with less slack
+/// needs its wake-up (the pass has already read when), it ends early and
+/// says "now", so the next pass starts with the least slack. A precise
+/// timer thus waits behind at most one round of loose ones, not behind
+/// every loose timer a late wake-up found due.
 fn fire_due<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
     by_slack: &mut BySlack,
     batch: &mut Vec<Fire<T>>,
 ) -> Tick {
     let (now, now_up) = shared.time.now_tick();
+    let shards = shared.shards.len();
     let mut next = Tick::MAX;
     for &index in by_slack.update(&shared.classes) {
         let class = shared.classes.get(index);
-        if class.slack == 0 {
-            next = next.min(fire_precise(shared, class, now, now_up, batch));
-            continue;
-        }
-        // When a class with less slack needs the driver.
-        let urgent = next;
-        let limit = LOOSE_BATCH;
-        for (index, cell) in shared.shards.iter().enumerate() {
-            let place = Place {
-                shard: index as u16,
-                class,
-            };
-            while let Some(taken) = take_due(cell, place, now, now_up, limit, batch) {
-                let more = taken.filled;
-                next = next.min(taken.next);
-                if taken.ranked {
-                    priority::order(batch, |fire| (fire.deadline, fire.priority));
-                }
-                deliver(shared, batch);
-                if urgent != Tick::MAX && shared.time.now_tick().0 >= urgent {
-                    return urgent;
-                }
-                if !more {
-                    break;
-                }
-            }
+        let (per_shard, urgent) = if class.slack == 0 {
+            (BATCH, Tick::MAX)
+        } else {
+            // `next` is when a class with less slack needs the driver.
+            ((LOOSE_ROUND / shards).max(1), next)
+        };
+        let round = Round {
+            class,
+            now,
+            now_up,
+            per_shard,
+            urgent,
+        };
+        match fire_class(shared, &round, batch) {
+            Ok(class_next) => next = next.min(class_next),
+            Err(urgent) => return urgent,
         }
     }
     next
 }
 
-/// The zero-slack class's part of a pass: every shard's due timers (up to
-/// [`BATCH`] a shard a round) merged into one batch in deadline order,
-/// then delivered; again while a shard had more. Returns when the class
-/// next needs the driver.
-fn fire_precise<T: Send + 'static, E: Executor<T>>(
-    shared: &Shared<T, E>,
+/// What a class's part of a pass works with.
+struct Round {
     class: Class,
     now: Tick,
     now_up: Tick,
+    /// Most timers taken from one shard per round.
+    per_shard: usize,
+    /// When a class with less slack needs the driver (`Tick::MAX`: never
+    /// cut short).
+    urgent: Tick,
+}
+
+/// One class's part of a pass: every shard's due timers, up to
+/// `per_shard` a shard a round, merged into one batch in deadline order
+/// (then priority, stable: `priority.rs`) and handed over; again while a
+/// shard had more. A round hands over only what is due no later than the
+/// last timer taken from a shard that may have more, and keeps the rest
+/// for the next round, so the merge is exact however many rounds a backlog
+/// takes. `Ok`: when the class next needs the driver. `Err(urgent)`: the
+/// round ended because `urgent` came (the rest went too, nothing is kept).
+fn fire_class<T: Send + 'static, E: Executor<T>>(
+    shared: &Shared<T, E>,
+    round: &Round,
     batch: &mut Vec<Fire<T>>,
-) -> Tick {
+) -> Result<Tick, Tick> {
     let mut next = Tick::MAX;
+    // Shards that filled their part of the last round: only they may have
+    // more due. The first round visits every shard (and allocates nothing
+    // unless one fills).
+    let (mut first, mut filled, mut still) = (true, Vec::new(), Vec::new());
     loop {
-        let mut more = false;
-        for (index, cell) in shared.shards.iter().enumerate() {
+        let mut cut = Tick::MAX;
+        still.clear();
+        let every = (0..shared.shards.len() as u16).filter(|_| first);
+        let again = filled.iter().copied().filter(|_| !first);
+        for shard in every.chain(again) {
             let place = Place {
-                shard: index as u16,
-                class,
+                shard,
+                class: round.class,
             };
-            let limit = batch.len() + BATCH;
-            if let Some(taken) = take_due(cell, place, now, now_up, limit, batch) {
-                more |= taken.filled;
-                next = next.min(taken.next);
+            let cell = &shared.shards[usize::from(shard)];
+            let limit = batch.len() + round.per_shard;
+            let Some(taken) = take_due(cell, place, round.now, round.now_up, limit, batch) else {
+                continue;
+            };
+            next = next.min(taken.next);
+            if taken.filled {
+                // This shard's later timers come next round: nothing due
+                // after its last one may go before them.
+                still.push(shard);
+                cut = cut.min(batch.last().map_or(Tick::MAX, |fire| fire.deadline));
             }
         }
-        // Stable: a shard's timers of equal deadline and priority keep
-        // their order (`priority.rs`).
+        let more = !still.is_empty();
+        first = false;
+        core::mem::swap(&mut filled, &mut still);
         priority::order(batch, |fire| (fire.deadline, fire.priority));
+        let rest: Vec<Fire<T>> = batch
+            .drain(batch.partition_point(|fire| fire.deadline <= cut)..)
+            .collect();
         deliver(shared, batch);
+        batch.extend(rest);
         if !more {
-            return next;
+            return Ok(next);
+        }
+        if round.urgent != Tick::MAX && shared.time.now_tick().0 >= round.urgent {
+            deliver(shared, batch);
+            return Err(round.urgent);
         }
     }
 }
@@ -291,9 +319,6 @@ struct Place {
 struct Taken {
     /// The batch reached its limit: the shard may have more due.
     filled: bool,
-    /// The shard has held timers with a priority: the batch ends at a
-    /// tick's end, to be ordered.
-    ranked: bool,
     /// When the class next needs the driver for this shard (`Tick::MAX`
     /// if filled, or if nothing is left).
     next: Tick,
@@ -319,7 +344,6 @@ fn take_due<T>(
     wheels.get(place.class.index)?;
     #[cfg(feature = "async")]
     let dropped = wheels.flush_dropped();
-    let ranked = wheels.ranked();
     let Some((wheel, ranks)) = wheels.wheel_and_ranks(place.class.index) else {
         // The wakers go after the lock, as below.
         drop(wheels);
@@ -335,7 +359,6 @@ fn take_due<T>(
     drop(wheels);
     Some(Taken {
         filled,
-        ranked,
         next,
         #[cfg(feature = "async")]
         _dropped: dropped,

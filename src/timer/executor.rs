@@ -27,10 +27,9 @@ pub type Task = Box<dyn FnOnce() + Send + 'static>;
 /// - **Which thread.** [`execute`](Executor::execute) is called only by the
 ///   timer's driver thread, one fired timer at a time, and never while the
 ///   timer holds an internal lock. Timers come in the order they fire.
-///   Each wake-up of the driver fires what is due least slack first: the
-///   zero-slack timers of every shard merged in deadline order (up to 256
-///   a shard per round), then each slack shard by shard, in deadline
-///   order (first in first out on ties within a shard). So timers due at different wake-ups
+///   Each wake-up of the driver fires what is due least slack first, each
+///   slack class's timers of every shard merged in deadline order, then
+///   priority (first in first out on ties within a shard). So timers due at different wake-ups
 ///   come in the order of those wake-ups, which with slack is not always
 ///   deadline order: a timer may wait inside its window while one with a
 ///   later deadline and less slack fires (see

@@ -14,18 +14,18 @@
 //! is filed, read when a repeating one fires, dropped when one fires,
 //! is cancelled or drained.
 //!
-//! The driver takes due timers out of a shard in batches, and orders each
-//! batch before it hands it over (a stable sort on deadline and priority;
-//! the zero-slack class sorts its merged batch by deadline anyway). For
-//! the order to hold across batches, a batch must not end inside a tick:
+//! The driver takes due timers out of every shard in rounds, merges each
+//! round (a stable sort on deadline and priority) and hands over what no
+//! shard's later timers can precede (`driver.rs`). For the order to hold
+//! across rounds, a shard's part of one must not end inside a tick:
 //! a shard that has ever held a timer with a priority has its batches run
 //! on past their size limit to the end of the last timer's tick. So 10,000
 //! timers due at one tick go over in one batch, in priority order.
 //!
 //! Cost: nothing for a timer without a priority, and for a shard that never
 //! held one, one check per batch and per cancel. A timer with one costs a
-//! map insert and remove; once a shard held one, its batches are sorted
-//! (loose classes included) and may grow to a whole tick's timers.
+//! map insert and remove; once a shard held one, its part of a round may
+//! grow to a whole tick's timers.
 //! `benches/timer_priority.rs` measures both.
 //!
 //! Across shards, equal deadlines and priorities keep no order: timers
@@ -103,13 +103,6 @@ impl<T> Wheels<T> {
         self.ranks
             .get_or_insert_with(Box::default)
             .set(class, key, priority);
-    }
-
-    /// Whether a timer with a priority was ever filed here: the driver
-    /// then takes each tick's timers whole (`priority.rs`).
-    #[inline]
-    pub(super) fn ranked(&self) -> bool {
-        self.ranks.is_some()
     }
 
     /// How many priorities are kept: those of the filed timers that have one.

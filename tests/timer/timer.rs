@@ -367,16 +367,18 @@ fn a_slow_task_on_the_pool_does_not_delay_other_timers() {
 
 /// Today's bug: a late pass delivered shard by shard, so sixteen zero-slack
 /// timers of sixteen threads, all found due by one wake-up, came out as
-/// `[8, 16, 7, 15, …]`. A zero-slack channel timer delivers them in
-/// deadline order.
+/// `[8, 16, 7, 15, …]`. A channel timer delivers them in deadline order,
+/// with zero slack and (a later fix) with slack too, where they once came
+/// shard by shard, values up to 14 ms apart swapped.
 #[test]
 fn a_late_pass_delivers_every_shard_in_deadline_order() {
-    for round in 0..20u64 {
+    for round in 0..30u64 {
+        let slack = [Duration::ZERO, MS, 10 * MS][round as usize % 3];
         let clock = ManualClock::new();
         let (tx, rx) = crossbeam_channel::unbounded();
         let timer = Timer::builder()
             .clock(clock.clone())
-            .slack(Duration::ZERO)
+            .slack(slack)
             .shards(16)
             .executor(tx)
             .build()
@@ -391,11 +393,55 @@ fn a_late_pass_delivers_every_shard_in_deadline_order() {
             }
         });
         // The driver was late: everything is due at once.
-        advance(&clock, &timer, 10 * MS);
+        advance(&clock, &timer, 50 * MS);
         let got: Vec<Instant> = rx.try_iter().collect();
         assert_eq!(got.len(), 16, "round {round}");
         let mut sorted = got.clone();
         sorted.sort();
-        assert_eq!(got, sorted, "round {round}: not in deadline order");
+        assert_eq!(
+            got, sorted,
+            "round {round}, slack {slack:?}: not in deadline order"
+        );
+    }
+}
+
+/// A late pass with a backlog that takes many rounds (64 timers a shard a
+/// round here): each round hands over only what no shard's later timers
+/// can precede, so four threads' timers, dense on one and sparse on
+/// another, come out in deadline order, ties first in, first out.
+#[test]
+fn a_late_backlog_of_many_rounds_stays_in_deadline_order() {
+    let clock = ManualClock::new();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(MS)
+        .shards(4)
+        .executor(tx)
+        .build()
+        .unwrap();
+    let start = clock.now();
+    std::thread::scope(|s| {
+        for k in 0..4u64 {
+            let timer = &timer;
+            s.spawn(move || {
+                for i in 0..500u64 {
+                    let at = start + Duration::from_micros(10 + i * (k + 1) * 10);
+                    timer.schedule_at(at, (at, k, i)).unwrap();
+                }
+            });
+        }
+    });
+    advance(&clock, &timer, 50 * MS);
+    let got: Vec<(Instant, u64, u64)> = rx.try_iter().collect();
+    assert_eq!(got.len(), 2_000);
+    assert!(
+        got.windows(2).all(|w| w[0].0 <= w[1].0),
+        "not in deadline order"
+    );
+    // Within a thread (a shard), first in, first out.
+    for k in 0..4 {
+        let mine: Vec<u64> = got.iter().filter(|g| g.1 == k).map(|g| g.2).collect();
+        assert!(mine.windows(2).all(|w| w[0] < w[1]), "thread {k}");
     }
 }

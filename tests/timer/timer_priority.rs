@@ -6,7 +6,7 @@
 use core::time::Duration;
 
 use crossbeam_channel::Receiver;
-use tickwheel::timer::{ManualClock, MissedTicks};
+use tickwheel::timer::{Clock, ManualClock, MissedTicks};
 use tickwheel::Timer;
 
 const MS: Duration = Duration::from_millis(1);
@@ -125,4 +125,34 @@ fn ranked_values_come_back_on_cancel_and_shutdown() {
     assert_eq!(back[0].1, "kept");
     let err = ranked.schedule(MS, "late".into()).unwrap_err();
     assert_eq!(err.into_inner(), "late");
+}
+
+/// Timers of one tick scheduled from eight threads (so eight shards), each
+/// with its own priority: handed over by priority with slack too. With
+/// slack they once came shard by shard (`[70, 40, 0, 50, …]`), since only
+/// the zero-slack class was merged across shards.
+#[test]
+fn priorities_from_many_threads_hold_with_slack() {
+    for slack in [Duration::ZERO, MS, 20 * MS] {
+        let clock = ManualClock::new();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let timer = Timer::builder()
+            .clock(clock.clone())
+            .slack(slack)
+            .shards(8)
+            .executor(tx)
+            .build()
+            .unwrap();
+        let at = clock.now() + 30 * MS;
+        std::thread::scope(|s| {
+            for i in 0..8u8 {
+                let ranked = timer.with_priority(i * 10);
+                s.spawn(move || ranked.schedule_at(at, i * 10).unwrap());
+            }
+        });
+        clock.advance(60 * MS);
+        timer.sync();
+        let got: Vec<u8> = rx.try_iter().collect();
+        assert_eq!(got, [70, 60, 50, 40, 30, 20, 10, 0], "slack {slack:?}");
+    }
 }
