@@ -8,6 +8,7 @@
 //! compaction, unreported failures) in `upkeep.rs`.
 
 use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -262,7 +263,19 @@ where
             .restore(snapshot, &policy)
             .map_err(|err| JournalError::Io(io::Error::other(err.to_string())))?;
         metric!(durable.log.metrics.restored(&report.outcomes));
+        // Two restored jobs share a key when one had been taken to run (its
+        // key free again) and its handler scheduled the next under that key
+        // before the crash. The key names the later, as it did then; the
+        // earlier runs again without one.
+        let mut owners: BTreeMap<Arc<str>, u64> = BTreeMap::new();
+        for ((id, key), outcome) in ids.iter().zip(&report.outcomes) {
+            if let (Some(key), Some(_)) = (key, outcome.handle()) {
+                let owner = owners.entry(Arc::clone(key)).or_insert(*id);
+                *owner = (*owner).max(*id);
+            }
+        }
         for ((id, key), outcome) in ids.into_iter().zip(&report.outcomes) {
+            let key = key.filter(|key| owners.get(key) == Some(&id));
             if matches!(outcome, Outcome::Discarded | Outcome::DeadLettered) {
                 // Not fatal on a full disk: at worst the next open hands
                 // the job over again (at least once).

@@ -1,15 +1,21 @@
-//! Races between a `DurableTimer` call and the job firing, where the
-//! journal's answer and the timer's must agree: a cancel that answers
-//! `None` must leave the job in the journal until its handler returns.
+//! Races between a `DurableTimer` call and a job running, where the
+//! journal and the timer must agree: a cancel that answers `None` leaves
+//! the job in the journal until its handler returns, and a key taken again
+//! by a job's own handler names that new job after a crash.
 
 use alloc::sync::Arc;
 use core::time::Duration;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use tickwheel::persist::{DurableTimer, MisfirePolicy, SyncPolicy};
+use alloc::sync::Weak;
+use std::sync::OnceLock;
 
+use tickwheel::persist::{DurableTimer, JournalError, MisfirePolicy, SyncPolicy};
+
+use crate::journals;
 use crate::scratch;
+use journals::{open_recording, wait_for};
 use scratch::Scratch;
 
 /// Cancels each job about when it falls due, with every record synced, so
@@ -72,4 +78,75 @@ fn a_cancel_that_loses_to_the_fire_writes_nothing() {
         lost_races > 0,
         "no cancel lost a race: the test proved nothing"
     );
+}
+
+/// A keyed job's handler schedules the next job under its own key (a
+/// retry), then the process dies before the first's `done`: after the
+/// restart both are in the journal under one key. The key names the later
+/// one, as it did before the crash, and the earlier runs again without it.
+/// Before, the earlier took the key and released it when it ran, leaving
+/// the later pending but unreachable by key, and a new schedule under the
+/// key then made two pending jobs share it.
+#[test]
+fn a_key_taken_again_by_its_own_handler_names_the_new_job_after_a_crash() {
+    let dir = Scratch::new("key-retaken");
+    let path = dir.path("j");
+    let me: Arc<OnceLock<Weak<DurableTimer<u64>>>> = Arc::default();
+    let handle = Arc::clone(&me);
+    let (timer, _) = DurableTimer::open(
+        &path,
+        SyncPolicy::Always,
+        &MisfirePolicy::default(),
+        move |job: u64| {
+            if job == 1 {
+                let timer = handle.get().and_then(Weak::upgrade).unwrap();
+                timer
+                    .schedule_keyed("order", Duration::from_secs(3600), 2)
+                    .unwrap();
+                panic!("the process dies before this job's `done`");
+            }
+        },
+    )
+    .unwrap();
+    let timer = Arc::new(timer);
+    me.set(Arc::downgrade(&timer)).unwrap();
+    let first = timer
+        .schedule_keyed("order", Duration::from_millis(5), 1)
+        .unwrap();
+    let began = Instant::now();
+    while timer
+        .keyed_job("order")
+        .is_none_or(|job| job.handle.id() == first.id())
+    {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "no retry scheduled"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let retry = timer.keyed_job("order").unwrap().handle.id();
+    drop(timer);
+    // The handler still held the timer when it scheduled: the last handle
+    // goes on the driver thread, and the lock with it.
+    let reopened = loop {
+        match open_recording(&path) {
+            Err(JournalError::Locked { .. }) if began.elapsed() < Duration::from_secs(10) => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            other => break other.unwrap(),
+        }
+    };
+    let (timer, recovery, ran) = reopened;
+    assert_eq!(recovery.keys, [(String::from("order"), retry)]);
+    wait_for(&ran, 1); // the interrupted run, again
+    assert_eq!(
+        timer.keyed_job("order").map(|job| job.handle.id()),
+        Some(retry)
+    );
+    assert_eq!(timer.cancel_key("order"), Some(2));
+    assert_eq!(timer.pending(), 0);
+    timer
+        .schedule_keyed("order", Duration::from_secs(3600), 3)
+        .unwrap();
+    assert_eq!(timer.keyed(None, 10).len(), 1);
 }
