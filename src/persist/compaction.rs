@@ -35,6 +35,11 @@ pub(super) fn compact(path: &Path, folded: &Folded) -> io::Result<(File, u64)> {
         .append(true)
         .create_new(true)
         .open(&fresh)?;
+    // Locked before it is the journal, for as long as it is (the handle
+    // is the appender's): a second owner through a hard link is refused
+    // (`lock.rs`). Where locks fail, the path's lock file still stands.
+    #[cfg(unix)]
+    let _ = fs4::FileExt::try_lock(&file);
     let replaced = file
         .write_all(&bytes)
         .and_then(|()| file.sync_all())

@@ -16,7 +16,9 @@
 //! holds anything else is somebody's own: `open` refuses it rather than
 //! overwrite it. A journal opened through a symbolic link is the link's
 //! target ([`journal_path`]), so the lock file and compaction's rename
-//! name one file whichever path was given.
+//! name one file whichever path was given. A hard link has no target to
+//! follow, so on Unix the journal file itself is locked as well: the one
+//! found at open, and each one compaction writes.
 
 use alloc::borrow::ToOwned;
 use alloc::format;
@@ -30,6 +32,11 @@ use super::error::{io_at, JournalError};
 #[derive(Debug)]
 pub(super) struct JournalLock {
     file: File,
+    /// The journal file found at open, locked too (Unix): a hard link to
+    /// it has a lock file of its own name, so only a lock on the file
+    /// itself refuses a second owner through the link. Compaction locks
+    /// each file it writes (`compaction.rs`) for the same reason.
+    _journal: Option<File>,
 }
 
 impl Drop for JournalLock {
@@ -83,8 +90,40 @@ impl JournalLock {
         std::io::Seek::rewind(&mut file).map_err(at)?;
         file.write_all(format!("{}\n", std::process::id()).as_bytes())
             .map_err(at)?;
-        Ok(JournalLock { file })
+        let journal_file = lock_journal_file(journal)?;
+        Ok(JournalLock {
+            file,
+            _journal: journal_file,
+        })
     }
+}
+
+/// Locks the journal file itself, if there is one (a regular file: a
+/// FIFO or device would block an open, and is refused later anyway), or
+/// says it is taken: through a hard link, by another owner.
+#[cfg(unix)]
+fn lock_journal_file(journal: &Path) -> Result<Option<File>, JournalError> {
+    if !std::fs::symlink_metadata(journal).is_ok_and(|meta| meta.is_file()) {
+        return Ok(None);
+    }
+    let Ok(file) = File::open(journal) else {
+        return Ok(None); // the replay says why
+    };
+    match fs4::FileExt::try_lock(&file) {
+        Ok(()) => Ok(Some(file)),
+        Err(fs4::TryLockError::WouldBlock) => Err(JournalError::Locked {
+            path: journal.to_path_buf(),
+            owner: None,
+        }),
+        Err(fs4::TryLockError::Error(_)) => Ok(None), // no locks here: the path's lock stands
+    }
+}
+
+/// Windows locks are mandatory: one on the journal would stop its own
+/// appends. The lock file alone guards it there.
+#[cfg(not(unix))]
+fn lock_journal_file(_journal: &Path) -> Result<Option<File>, JournalError> {
+    Ok(None)
 }
 
 /// The file a journal path names: `path` with its symbolic links followed

@@ -439,3 +439,34 @@ fn a_process_killed_at_random_loses_no_job() {
     );
     assert!(scheduled.len() as u64 > KILLS, "the child barely ran");
 }
+
+/// A hard link to a live journal is the same file under another name, with
+/// a lock file of its own name: opening it once gave the journal a second
+/// owner, and both ran its jobs. The journal file itself is locked too:
+/// the one found at open, and each one compaction writes.
+#[cfg(unix)]
+#[test]
+fn a_hard_link_to_a_live_journal_is_refused() {
+    let dir = Scratch::new("hard-link");
+    let path = dir.path("j");
+    let (owner, _, _) = open(&path, &MisfirePolicy::default());
+    owner.schedule(Duration::from_secs(3600), 42).unwrap();
+    let refused = |link: &Path| match DurableTimer::<u64>::open(
+        link,
+        SyncPolicy::Always,
+        &MisfirePolicy::default(),
+        |_| {},
+    ) {
+        Err(JournalError::Locked { owner, .. }) => assert_eq!(owner, None),
+        other => panic!("{}: {:?}", link.display(), other.map(|_| ())),
+    };
+    // Linked to the file compaction wrote at open, then to the next.
+    std::fs::hard_link(&path, dir.path("early")).unwrap();
+    refused(&dir.path("early"));
+    owner.compact().unwrap();
+    std::fs::hard_link(&path, dir.path("late")).unwrap();
+    refused(&dir.path("late"));
+    drop(owner);
+    let (again, restored, _) = open(&path, &MisfirePolicy::default());
+    assert_eq!((restored.len(), again.pending()), (1, 1));
+}
