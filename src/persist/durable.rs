@@ -75,7 +75,9 @@ use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer};
 /// torn or damaged record), compacts it to the jobs still pending (written
 /// to a new file, synced, then renamed over the old one), and restores
 /// them with a [`MisfirePolicy`]. Jobs the policy discards or dead-letters
-/// are written off as cancelled; the dead letters are handed back.
+/// are written off as cancelled (the dead letters are handed back); jobs
+/// it spreads or reschedules are journaled at their new time, so the next
+/// open does not take them for missed again.
 ///
 /// ```
 /// use std::time::Duration;
@@ -280,6 +282,12 @@ where
                 // Not fatal on a full disk: at worst the next open hands
                 // the job over again (at least once).
                 durable.log.write_off(id);
+            }
+            if let Outcome::Spread(_, due) | Outcome::Rescheduled(_, due) = *outcome {
+                // The policy's new time, kept: otherwise each open took the
+                // job for missed again, and restarts more often than its
+                // delay starved it. On a full disk, as above.
+                durable.log.append_or_refuse(Record::Reset { id, due });
             }
             if let (Some(key), Some(handle)) = (key, outcome.handle()) {
                 let handle = DurableHandle { handle, id };

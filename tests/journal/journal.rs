@@ -470,3 +470,31 @@ fn a_hard_link_to_a_live_journal_is_refused() {
     let (again, restored, _) = open(&path, &MisfirePolicy::default());
     assert_eq!((restored.len(), again.pending()), (1, 1));
 }
+
+/// A missed job the misfire policy moves (`Reschedule`, `Spread`) is
+/// journaled at its new time. Before, the journal kept the old one, so
+/// every open took the job for missed again and moved it again from
+/// "now": restarted more often than that delay, it never ran.
+#[test]
+fn a_missed_job_the_policy_moves_keeps_its_new_time_across_restarts() {
+    let dir = Scratch::new("moved-kept");
+    let path = dir.path("j");
+    let (timer, _, _) = open(&path, &MisfirePolicy::default());
+    timer.schedule(Duration::from_millis(30), 7).unwrap();
+    drop(timer);
+    std::thread::sleep(Duration::from_millis(120)); // every process was down
+    let hour = Duration::from_secs(3600);
+    let later: tickwheel::persist::Reschedule<u64> = Arc::new(move |_job, now| now + hour);
+    let policy = MisfirePolicy::default()
+        .threshold(Duration::from_millis(50))
+        .on_missed(OnMissed::Reschedule(later));
+    let moved_at = std::time::SystemTime::now();
+    let (timer, _, _) = open(&path, &policy);
+    let due = timer.journaled(None, 10)[0].due;
+    assert!(due >= moved_at + hour - Duration::from_secs(1), "{due:?}");
+    drop(timer);
+    // Restarted at once: the job is not missed any more, and keeps its time.
+    let (timer, _, _) = open(&path, &policy);
+    assert_eq!(timer.journaled(None, 10)[0].due, due);
+    assert_eq!(timer.pending(), 1);
+}
