@@ -204,7 +204,11 @@ impl Log {
     }
 
     /// Lets another timer open the journal: the owner has stopped writing.
+    /// The journal file's own lock (`lock.rs`) goes explicitly too, not at
+    /// close: a child forked now would hold the open file until it execs.
     pub(super) fn unlock(&self) {
+        #[cfg(unix)]
+        let _ = fs4::FileExt::unlock(&*lock(&self.state).file);
         drop(lock(&self.lock).take());
     }
 

@@ -36,7 +36,7 @@ pub(super) struct JournalLock {
     /// it has a lock file of its own name, so only a lock on the file
     /// itself refuses a second owner through the link. Compaction locks
     /// each file it writes (`compaction.rs`) for the same reason.
-    _journal: Option<File>,
+    journal: Option<File>,
 }
 
 impl Drop for JournalLock {
@@ -44,6 +44,9 @@ impl Drop for JournalLock {
     /// the same open file until it execs, and closing alone would leave
     /// the lock held through it.
     fn drop(&mut self) {
+        if let Some(journal) = &self.journal {
+            let _ = fs4::FileExt::unlock(journal);
+        }
         let _ = fs4::FileExt::unlock(&self.file);
     }
 }
@@ -93,7 +96,7 @@ impl JournalLock {
         let journal_file = lock_journal_file(journal)?;
         Ok(JournalLock {
             file,
-            _journal: journal_file,
+            journal: journal_file,
         })
     }
 }
