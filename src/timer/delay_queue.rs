@@ -13,7 +13,7 @@ impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
     /// one wake-up). A wake-up that finds values of several shards due
     /// (several threads scheduled them; the driver was late) merges them
     /// in deadline order. Build with `.slack(Duration::ZERO)` and
-    /// [`Builder::executor`] with a channel for strict deadline order. The
+    /// [`Builder::executor`](super::Builder::executor) with a channel for strict deadline order. The
     /// value type is inferred from what you schedule or receive.
     ///
     /// # Errors
