@@ -34,7 +34,10 @@ pub enum OnMissed<T> {
     /// Do not schedule it: hand it back in
     /// [`RestoreReport::dead_letters`](super::RestoreReport::dead_letters).
     DeadLetter,
-    /// Schedule it at the time the function returns.
+    /// Schedule it at the time the function returns. If the function
+    /// panics, the job is handed back in
+    /// [`RestoreReport::dead_letters`](super::RestoreReport::dead_letters)
+    /// (its outcome `DeadLettered`), never lost.
     Reschedule(Reschedule<T>),
 }
 

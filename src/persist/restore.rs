@@ -12,7 +12,9 @@
 //! (Kubernetes gives up on a CronJob after 100 missed runs).
 
 use alloc::vec::Vec;
+use core::panic::AssertUnwindSafe;
 use core::time::Duration;
+use std::panic::catch_unwind;
 use std::time::SystemTime;
 
 use super::error::{RestoreError, RestoreFailure};
@@ -111,8 +113,17 @@ where
                         self.restore_at(epoch, job, |_| at, |h| Outcome::Spread(h, at))
                     }
                     OnMissed::Reschedule(pick) => {
-                        let at = pick(&job, wall);
-                        self.restore_at(epoch, job, |_| at, |h| Outcome::Rescheduled(h, at))
+                        match catch_unwind(AssertUnwindSafe(|| pick(&job, wall))) {
+                            Ok(at) => {
+                                self.restore_at(epoch, job, |_| at, |h| Outcome::Rescheduled(h, at))
+                            }
+                            // The user's function panicked: the job is handed
+                            // back, not lost with the snapshot.
+                            Err(_) => {
+                                report.dead_letters.push(job);
+                                Ok(Outcome::DeadLettered)
+                            }
+                        }
                     }
                     OnMissed::Discard => Ok(Outcome::Discarded),
                     OnMissed::DeadLetter => {

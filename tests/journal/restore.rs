@@ -192,6 +192,16 @@ fn missed_one_shots_can_be_rescheduled_by_a_function() {
             (restart + 21 * MS, 3)
         ]
     );
+    // A function that panics hands its job back (the panic once left
+    // `restore` with the snapshot consumed); the other jobs go on.
+    let picky = alloc::sync::Arc::new(|job: &PendingJob<u32>, now: SystemTime| {
+        assert_ne!(job.value, 2, "no time for job 2");
+        now + MS
+    });
+    let (outcomes, fired, dead, _) =
+        outage(MisfirePolicy::default().on_missed(OnMissed::Reschedule(picky)));
+    assert_eq!((outcomes[1], dead), (Outcome::DeadLettered, alloc::vec![2]));
+    assert_eq!(fired.iter().map(|f| f.1).collect::<Vec<_>>(), [1, 3]);
 }
 
 /// Late by less than the threshold is not missed: it fires at once even
