@@ -174,7 +174,10 @@ impl Consumer {
     /// to `timeout` for one to fall due; an empty vector if none did, and
     /// at once for `max == 0`. Each comes with a lease (the queue's
     /// `lease`): ack or nack it before it runs out, or it is delivered
-    /// again. Any timeout works (`Duration::MAX` waits for good).
+    /// again. Any timeout works (`Duration::MAX` waits for good). A claim
+    /// already sent when the timeout passes is waited for (its reply comes
+    /// within the queue's I/O timeout), so that jobs it leased come to
+    /// this fetch rather than wait out their lease.
     ///
     /// # Errors
     ///

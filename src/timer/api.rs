@@ -72,7 +72,10 @@ pub struct Timer<T: Send + 'static = Task, E: Executor<T> = ThreadPool> {
 
 impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// Schedules `value` to fire after `delay`. The deadline rounds up to
-    /// the tick, so it never fires early.
+    /// the tick, so it never fires early. A timer counts time from its
+    /// start in `u64` nanoseconds: a deadline more than 584 years ahead
+    /// (`Duration::MAX`, say) is held at that horizon and never fires, but
+    /// stays pending, to be cancelled or handed back at shutdown.
     ///
     /// # Errors
     ///
