@@ -4,7 +4,8 @@
 //! only when a test says so, and `advance` waits for the driver's pass.
 //! These timers have zero slack, so every timer is due exactly at its
 //! deadline and the tests can say when it fires (`tests/timer/slack.rs` tests
-//! slack).
+//! slack), except `sharded_channel`'s, for the tests of how a pass merges
+//! shards with slack.
 
 use core::time::Duration;
 
@@ -39,15 +40,22 @@ pub(crate) fn manual_pool() -> (ManualClock, Timer<Task, ThreadPool>) {
 /// A timer whose fired values come out of a channel.
 pub(crate) fn channel_timer<T: Send + 'static>() -> (ManualClock, Timer<T, Sender<T>>, Receiver<T>)
 {
+    sharded_channel(Duration::ZERO, None)
+}
+
+/// A channel timer with `slack` and, if given, that many shards.
+pub(crate) fn sharded_channel<T: Send + 'static>(
+    slack: Duration,
+    shards: Option<usize>,
+) -> (ManualClock, Timer<T, Sender<T>>, Receiver<T>) {
     let clock = ManualClock::new();
     let (tx, rx) = crossbeam_channel::unbounded();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .slack(Duration::ZERO)
-        .executor(tx)
-        .build()
-        .unwrap();
-    (clock, timer, rx)
+    let builder = Timer::builder().clock(clock.clone()).slack(slack);
+    let builder = match shards {
+        Some(n) => builder.shards(n),
+        None => builder,
+    };
+    (clock, builder.executor(tx).build().unwrap(), rx)
 }
 
 /// Moves the clock and waits until the driver has handled the new time.

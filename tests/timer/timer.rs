@@ -14,7 +14,7 @@ use tickwheel::Timer;
 
 #[allow(dead_code)]
 use crate::timers;
-use timers::{advance, channel_timer, manual_inline, manual_pool};
+use timers::{advance, channel_timer, manual_inline, manual_pool, sharded_channel};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -374,15 +374,7 @@ fn a_slow_task_on_the_pool_does_not_delay_other_timers() {
 fn a_late_pass_delivers_every_shard_in_deadline_order() {
     for round in 0..30u64 {
         let slack = [Duration::ZERO, MS, 10 * MS][round as usize % 3];
-        let clock = ManualClock::new();
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let timer = Timer::builder()
-            .clock(clock.clone())
-            .slack(slack)
-            .shards(16)
-            .executor(tx)
-            .build()
-            .unwrap();
+        let (clock, timer, rx) = sharded_channel(slack, Some(16));
         let start = clock.now();
         std::thread::scope(|s| {
             for k in 1..=16u64 {
@@ -411,15 +403,7 @@ fn a_late_pass_delivers_every_shard_in_deadline_order() {
 /// another, come out in deadline order, ties first in, first out.
 #[test]
 fn a_late_backlog_of_many_rounds_stays_in_deadline_order() {
-    let clock = ManualClock::new();
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .slack(MS)
-        .shards(4)
-        .executor(tx)
-        .build()
-        .unwrap();
+    let (clock, timer, rx) = sharded_channel(MS, Some(4));
     let start = clock.now();
     std::thread::scope(|s| {
         for k in 0..4u64 {

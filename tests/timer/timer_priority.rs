@@ -134,15 +134,7 @@ fn ranked_values_come_back_on_cancel_and_shutdown() {
 #[test]
 fn priorities_from_many_threads_hold_with_slack() {
     for slack in [Duration::ZERO, MS, 20 * MS] {
-        let clock = ManualClock::new();
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let timer = Timer::builder()
-            .clock(clock.clone())
-            .slack(slack)
-            .shards(8)
-            .executor(tx)
-            .build()
-            .unwrap();
+        let (clock, timer, rx) = crate::timers::sharded_channel(slack, Some(8));
         let at = clock.now() + 30 * MS;
         std::thread::scope(|s| {
             for i in 0..8u8 {

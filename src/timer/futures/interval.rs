@@ -389,14 +389,20 @@ mod tests {
     use core::task::Waker;
     use futures_core::Stream;
 
-    #[test]
-    fn an_interval_is_a_stream_of_its_due_instants() {
+    /// A timer on a manual clock, timers due exactly at their deadline.
+    fn manual() -> (ManualClock, Timer) {
         let clock = ManualClock::new();
         let timer = Timer::builder()
             .clock(clock.clone())
             .slack(Duration::ZERO)
             .build()
             .unwrap();
+        (clock, timer)
+    }
+
+    #[test]
+    fn an_interval_is_a_stream_of_its_due_instants() {
+        let (clock, timer) = manual();
         let start = clock.now();
         let mut ticks = timer
             .interval(Duration::from_millis(2), MissedTicks::Skip)
@@ -425,12 +431,7 @@ mod tests {
             (MissedTicks::Skip, 1),
             (MissedTicks::Delay, 1),
         ] {
-            let clock = ManualClock::new();
-            let timer = Timer::builder()
-                .clock(clock.clone())
-                .slack(Duration::ZERO)
-                .build()
-                .unwrap();
+            let (clock, timer) = manual();
             let origin = clock.now();
             let start = origin - 95 * ms;
             let mut ticks = timer.interval_at(start, 10 * ms, missed).unwrap();
