@@ -10,6 +10,7 @@ use alloc::format;
 use alloc::string::String;
 #[cfg(feature = "cron")]
 use alloc::string::ToString;
+use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -283,6 +284,28 @@ impl Schedule {
         }
     }
 
+    /// The latest `n` instants at or before `upto` (µs), oldest first. A
+    /// cron timetable looks back a day at most (86,400 steps for a run a
+    /// second).
+    pub(crate) fn latest(&self, upto: i64, n: usize) -> Vec<i64> {
+        let mut out = alloc::collections::VecDeque::with_capacity(n.min(1_024));
+        let mut t = match &self.when {
+            When::Every { period, .. } => {
+                upto.saturating_sub((*period as i64).saturating_mul(n as i64))
+            }
+            #[cfg(feature = "cron")]
+            When::Cron { .. } => upto.saturating_sub(86_400 * 1_000_000),
+        };
+        while let Some(next) = self.next_after(t).filter(|&next| next <= upto) {
+            if out.len() == n {
+                out.pop_front();
+            }
+            out.push_back(next);
+            t = next;
+        }
+        out.into()
+    }
+
     /// The run to make after the run for instant `after`, at `now` (µs
     /// since the epoch): the next instant, or, if that is more than
     /// [`MISSED_AFTER`] past, what the [`Missed`] policy makes of the
@@ -374,6 +397,18 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_latest_instants_end_at_their_bound_oldest_first() {
+        let s = Schedule::every(Duration::from_secs(1));
+        let sec = 1_000_000;
+        assert_eq!(s.latest(10 * sec, 3), [8 * sec, 9 * sec, 10 * sec]);
+        assert_eq!(s.latest(10 * sec + 1, 2), [9 * sec, 10 * sec]);
+        let from = UNIX_EPOCH + Duration::from_secs(5);
+        let late = Schedule::every_from(Duration::from_secs(1), from);
+        assert_eq!(late.latest(6 * sec, 10), [5 * sec, 6 * sec]);
+        assert!(late.latest(4 * sec, 10).is_empty());
+    }
 
     #[test]
     fn every_runs_on_its_grid() {

@@ -44,11 +44,16 @@
 //! # Changing and removing
 //!
 //! An upsert whose timetable or payload differs bumps the version, sets the
-//! horizon to now and cancels the old timetable's runs still waiting (from
-//! now to its horizon; a run in flight finishes); an identical upsert
-//! changes nothing (`Upserted::Unchanged`). Removing cancels the same way.
-//! A consumer that was making runs of the old version meanwhile finds its
-//! horizon move refused for the version, and cancels the runs it made.
+//! horizon to now and cancels the old timetable's runs still waiting (those
+//! of its latest 1,000 instants up to its horizon, overdue ones included; a
+//! run in flight finishes); an identical upsert changes nothing
+//! (`Upserted::Unchanged`). Removing cancels the same way, and keeps the
+//! key's version, so a key added again goes on from it: its runs never
+//! take the ids of those the removal cancelled, which the queue remembers
+//! as ended. A consumer that was making runs of the old version meanwhile
+//! finds its horizon move refused for the version, and cancels the runs it
+//! made. A timetable with no instant left (a finite cron one, run out)
+//! makes nothing and is not looked at again until it changes.
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -104,12 +109,25 @@ impl<'a> Record<'a> {
     }
 }
 
-fn hashes(ctx: &Ctx) -> [String; 2] {
+/// The schedulers' records, their payloads, and the last version of each
+/// key ever removed (so that a key added again never makes the ids of
+/// runs its removal cancelled, which the queue remembers as ended).
+fn hashes(ctx: &Ctx) -> [String; 3] {
     let name = &ctx.name;
     [
         alloc::format!("tw:{{{name}}}:schedules"),
         alloc::format!("tw:{{{name}}}:schedule-payloads"),
+        alloc::format!("tw:{{{name}}}:schedule-versions"),
     ]
+}
+
+/// The latest due time a run can have (`MAX_DUE_MICROS`): a timetable's
+/// instants past it are as good as none.
+const LAST_DUE: i64 = super::MAX_DUE_MICROS as i64;
+
+/// The first instant of `schedule` after `t` that a run can be made for.
+fn next_instant(schedule: &Schedule, t: i64) -> Option<i64> {
+    schedule.next_after(t).filter(|&next| next <= LAST_DUE)
 }
 
 /// The id of the run of version `version` of scheduler `key` for instant
@@ -168,7 +186,7 @@ fn plan(schedule: &Schedule, horizon: i64, now: i64) -> Vec<i64> {
         }
         t = t.max(missed_before - 1);
     }
-    while let Some(next) = schedule.next_after(t) {
+    while let Some(next) = next_instant(schedule, t) {
         if next > now + LOOKAHEAD && out.last().is_some_and(|&last| last > now) {
             break;
         }
@@ -193,7 +211,7 @@ async fn make_runs(
     let Some(&last) = instants.last() else {
         return Ok(());
     };
-    let [records, payloads] = hashes(&io.ctx);
+    let [records, payloads, _] = hashes(&io.ctx);
     let mut get = redis::cmd("HGET");
     get.arg(&payloads).arg(key);
     let payload = bytes(io.query(&get).await?);
@@ -217,21 +235,19 @@ async fn make_runs(
     Ok(())
 }
 
-/// Cancels the runs of `timetable` still waiting between `now` and
-/// `horizon` (a changed or removed scheduler's).
-async fn cancel_runs(io: &Io, key: &str, record: &Record<'_>, now: i64) -> Result<(), QueueError> {
+/// Cancels the runs of a changed or removed scheduler's `record` still
+/// waiting: those of its latest [`MAX_RUNS`] instants up to its horizon,
+/// overdue ones included (consumers down or behind leave runs waiting
+/// past their time; they were once left to run after the removal).
+async fn cancel_runs(io: &Io, key: &str, record: &Record<'_>) -> Result<(), QueueError> {
     let Some(schedule) = Schedule::decode(record.timetable) else {
         return Ok(());
     };
-    let mut ids = Vec::new();
-    let mut t = now - GRACE;
-    while let Some(next) = schedule.next_after(t).filter(|&n| n <= record.horizon) {
-        ids.push(CancelJob::new(run_id(key, record.version, next)));
-        t = next;
-        if ids.len() == MAX_RUNS {
-            break;
-        }
-    }
+    let ids = schedule
+        .latest(record.horizon, MAX_RUNS)
+        .into_iter()
+        .map(|t| CancelJob::new(run_id(key, record.version, t)))
+        .collect();
     run_direct(io, ids).await
 }
 
@@ -247,7 +263,7 @@ fn text_int(value: &redis::Value) -> Option<i64> {
 
 /// Reads every scheduler and the server's clock: (now, [(key, record)]).
 async fn read(io: &Io) -> Result<(i64, Vec<(String, String)>), QueueError> {
-    let [records, _] = hashes(&io.ctx);
+    let [records, _, _] = hashes(&io.ctx);
     let cmd = READ.command(&[records]);
     let mut items = array(io.script(&READ, &cmd).await?)?.into_iter();
     let wrong = || QueueError::Server(String::from("a malformed scheduler read"));
@@ -270,6 +286,7 @@ async fn read(io: &Io) -> Result<(i64, Vec<(String, String)>), QueueError> {
 async fn look(io: &Io) -> Result<(i64, Option<i64>), QueueError> {
     let (now, all) = read(io).await?;
     let mut next_look: Option<i64> = None;
+    let mut failed = false;
     for (key, text) in &all {
         let Some(record) = Record::parse(text) else {
             continue;
@@ -282,15 +299,37 @@ async fn look(io: &Io) -> Result<(i64, Option<i64>), QueueError> {
         let mut horizon = record.horizon;
         if horizon - LOOKAHEAD / 2 <= now {
             let instants = plan(&schedule, horizon, now);
-            make_runs(io, key, record.version, horizon, &instants).await?;
+            if let Err(err) = make_runs(io, key, record.version, horizon, &instants).await {
+                // This scheduler waits for the next look; the others go on.
+                event!(
+                    warn,
+                    "job schedulers: could not make a scheduler's runs",
+                    queue = io.ctx.identity,
+                    key = key,
+                    error = err
+                );
+                failed = true;
+                continue;
+            }
             horizon = instants.last().copied().unwrap_or(horizon);
             if instants.len() == MAX_RUNS {
                 // More to make: look again at once.
                 horizon = now;
             }
         }
+        if next_instant(&schedule, horizon).is_none() {
+            // Its timetable has no instant left: nothing to look for (the
+            // next look came at once, for good, and every consumer
+            // process busy-looped against Redis).
+            continue;
+        }
         let due = horizon - LOOKAHEAD / 2;
         next_look = Some(next_look.map_or(due, |n| n.min(due)));
+    }
+    if failed {
+        return Err(QueueError::Server(String::from(
+            "some job schedulers' runs could not be made",
+        )));
     }
     Ok((now, next_look))
 }
@@ -342,12 +381,27 @@ pub(super) fn upsert(
     check_id(&run_id(key, u64::MAX, i64::MAX))?;
     super::ops::check_payload(payload)?;
     schedule.check()?;
+    // Refused before anything is stored: a timetable that never runs again
+    // (its instants all past, or past the latest due time) would store a
+    // scheduler that makes nothing.
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let now = i64::try_from(since.as_micros()).unwrap_or(i64::MAX);
+    match schedule.next_after(now) {
+        None => {
+            return Err(QueueError::InvalidSchedule(String::from(
+                "the timetable has no instant to come",
+            )))
+        }
+        Some(next) if next > LAST_DUE => return Err(QueueError::DueOutOfRange),
+        Some(_) => {}
+    }
     let (key, timetable, payload) = (key.to_string(), schedule.encode(), payload.to_vec());
     let schedule = schedule.clone();
     Ok(s.task(move |io, reply| async move {
         let answer = async {
-            let [records, payloads] = hashes(&io.ctx);
-            let mut cmd = UPSERT.command(&[records, payloads]);
+            let mut cmd = UPSERT.command(&hashes(&io.ctx));
             cmd.arg(&key).arg(&timetable).arg(&payload);
             let items = array(io.script(&UPSERT, &cmd).await?)?;
             let what = items.first().and_then(super::ops::int).unwrap_or(-1);
@@ -369,7 +423,7 @@ pub(super) fn upsert(
                 _ => return Err(QueueError::Server(String::from("a malformed upsert reply"))),
             };
             if let Some(old) = old.as_deref().and_then(Record::parse) {
-                cancel_runs(&io, &key, &old, now).await?;
+                cancel_runs(&io, &key, &old).await?;
             }
             let instants = plan(&schedule, now, now);
             make_runs(&io, &key, version, now, &instants).await?;
@@ -387,8 +441,7 @@ pub(super) fn remove(s: &Shared, key: &str) -> Result<Pending<bool>, QueueError>
     let key = key.to_string();
     Ok(s.task(move |io, reply| async move {
         let answer = async {
-            let [records, payloads] = hashes(&io.ctx);
-            let mut cmd = REMOVE.command(&[records, payloads]);
+            let mut cmd = REMOVE.command(&hashes(&io.ctx));
             cmd.arg(&key);
             let reply = io.script(&REMOVE, &cmd).await?;
             if matches!(reply, redis::Value::Nil) {
@@ -398,9 +451,8 @@ pub(super) fn remove(s: &Shared, key: &str) -> Result<Pending<bool>, QueueError>
             let old = items
                 .first()
                 .map(|v| String::from_utf8_lossy(&bytes(v.clone())).into_owned());
-            let now = items.get(1).and_then(text_int);
-            if let (Some(record), Some(now)) = (old.as_deref().and_then(Record::parse), now) {
-                cancel_runs(&io, &key, &record, now).await?;
+            if let Some(record) = old.as_deref().and_then(Record::parse) {
+                cancel_runs(&io, &key, &record).await?;
             }
             Ok(true)
         }

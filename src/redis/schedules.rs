@@ -49,9 +49,13 @@ impl Queue {
     /// # Errors
     ///
     /// [`QueueError::InvalidSchedule`] for a key that is empty or over
-    /// [`MAX_SCHEDULE_KEY`](super::MAX_SCHEDULE_KEY) bytes or a period out
-    /// of range, [`QueueError::PayloadTooLarge`], or Redis unreachable for
-    /// the retry window (an upsert retried answers the same).
+    /// [`MAX_SCHEDULE_KEY`](super::MAX_SCHEDULE_KEY) bytes, a period out
+    /// of range, or a timetable with no instant to come (a cron one for
+    /// 30 February, or for a year gone); [`QueueError::DueOutOfRange`] if
+    /// its next instant is past [`MAX_DUE_MICROS`](super::MAX_DUE_MICROS);
+    /// [`QueueError::PayloadTooLarge`]; or Redis unreachable for the retry
+    /// window (an upsert retried answers the same). Nothing is stored for
+    /// a refused one.
     ///
     /// ```no_run
     /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;

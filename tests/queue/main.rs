@@ -34,6 +34,7 @@ mod redis_server;
 mod replicas;
 mod retries;
 mod schedules;
+mod schedules_edges;
 #[path = "../support/scratch.rs"]
 mod scratch;
 mod sentinel;
