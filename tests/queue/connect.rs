@@ -72,7 +72,11 @@ fn an_acl_user_with_only_the_queues_keys_runs_the_queue() {
     // keys and channels, without the dangerous commands (CONFIG, INFO).
     let config = Config::new()
         .config("user", "default off")
-        .config("user", "app on >app-pass ~tw:* &tw:* +@all -@dangerous");
+        .config("user", "app on >app-pass ~tw:* &tw:* +@all -@dangerous")
+        .config(
+            "user",
+            "mute on >mute-pass ~tw:* resetchannels +@all -@dangerous",
+        );
     let Some(server) = RedisServer::start_with_or_skip(config) else {
         return;
     };
@@ -82,6 +86,35 @@ fn an_acl_user_with_only_the_queues_keys_runs_the_queue() {
     round_trip(&queue);
     // The user may not read the eviction policy: the queue says so.
     assert_eq!(queue.eviction_policy(), None);
+    // A user who may not publish the wake-up hints: a schedule fails, and
+    // stores nothing (a script's writes before a failing command stay, so
+    // the job was stored while the call said it failed, and its retry said
+    // `Exists`). The same for a reschedule.
+    let mute = quick(Queue::builder(
+        &format!("redis://mute:mute-pass@127.0.0.1:{port}/"),
+        "muted",
+    ))
+    .connect()
+    .unwrap();
+    for _ in 0..2 {
+        assert!(matches!(
+            mute.schedule_in("j", MS, b""),
+            Err(QueueError::Server(_))
+        ));
+        assert_eq!(mute.job("j").unwrap(), None);
+    }
+    queue
+        .schedule_in("later", Duration::from_secs(3600), b"")
+        .unwrap();
+    let on_orders = quick(Queue::builder(
+        &format!("redis://mute:mute-pass@127.0.0.1:{port}/"),
+        "orders",
+    ))
+    .connect()
+    .unwrap();
+    let due = queue.job("later").unwrap().unwrap().due;
+    assert!(on_orders.reschedule_in("later", MS).is_err());
+    assert_eq!(queue.job("later").unwrap().unwrap().due, due);
     let err = quick(Queue::builder(
         &format!("redis://app:nope@127.0.0.1:{port}/"),
         "orders",

@@ -30,7 +30,7 @@ for i = 1, n do
 end
 if back > 0 then
   local before = head()
+  hint(ARGV[1], first, before) -- before the writes (schedule.lua says why)
   flush()
-  hint(ARGV[1], first, before)
 end
 return back

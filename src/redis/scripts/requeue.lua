@@ -19,8 +19,8 @@ if r and r.s == 'x' then
   push(batch.dead_rem, member)
   push(batch.zadd, now, member)
   local before = head()
+  hint(ARGV[5], now, before) -- before the writes (schedule.lua says why)
   flush()
-  hint(ARGV[5], now, before)
   answer = 1
 end
 redis.call('SET', KEYS[7], answer, 'PX', ARGV[4])

@@ -24,8 +24,8 @@ if r and r.s == 'w' then
   put(id, r)
   push(batch.zadd, due, r.seq .. id)
   local before = head()
+  hint(ARGV[7], due, before) -- before the writes (schedule.lua says why)
   flush()
-  hint(ARGV[7], due, before)
   answer = due
 end
 redis.call('SET', KEYS[7], answer, 'PX', ARGV[6])

@@ -65,8 +65,11 @@ end
 if base then
   -- The head before the writes: a hint only for an earlier job.
   local before = head()
+  -- The hint first: a command that fails (an ACL without the channel)
+  -- then stops the script before it writes, since Redis keeps a script's
+  -- writes made before an error.
+  hint(channel, first, before)
   redis.call('HSET', KEYS[2], unpack(records))
   redis.call('ZADD', KEYS[1], unpack(scores))
-  hint(channel, first, before)
 end
 return out
