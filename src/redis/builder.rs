@@ -201,8 +201,8 @@ impl QueueBuilder {
     ///
     /// The count is part of the queue: the first `connect` stores it, a
     /// builder without `partitions` takes the stored count (one for a new
-    /// queue), and one with another count is refused
-    /// ([`QueueError::Connect`]), since ids would change partition. Pick at
+    /// queue), and one with another count is refused ([`QueueError::Connect`]),
+    /// since ids would change partition, as is one named like a partition (`name:k`). Pick at
     /// least as many partitions as the cluster has shards, a few times
     /// more to spread evenly; each costs an idle consumer one poll per
     /// poll interval. On a single server partitions gain nothing. A

@@ -10,6 +10,12 @@
 //! script on one slot. The count is kept in `tw:{name}:partitions`; a
 //! queue cannot change it (ids would move): `connect` refuses a builder
 //! that names another count, and one that names none takes the queue's.
+//!
+//! A partition's tag is a queue name too: a queue named `orders:4` would
+//! share partition 4 of a partitioned `orders` (its jobs, its payloads).
+//! So `connect` refuses a name that is a partition of a partitioned queue
+//! it finds, and a partitioned queue whose partition a queue of its own
+//! name already uses (`overlaps`).
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -136,11 +142,48 @@ pub(super) async fn set_partitions(ctx: &Arc<Ctx>, conn: &Conn) -> Result<(), Qu
             ctx.name
         )));
     }
+    overlaps(&io, &ctx.name, have).await?;
     let sharded = shard_channels(ctx, conn, &count_key).await;
     let _ = ctx.parts.set(Partitions::new(&ctx.name, have, sharded));
     let _ = ctx
         .trim_wake
         .set((0..have).map(|_| tokio::sync::Notify::new()).collect());
+    Ok(())
+}
+
+/// Refuses a queue whose keys another queue uses: `name` is `base:k` (or
+/// `base:k.s`) and a partitioned `base` has it as partition `k`; or this
+/// queue has `n > 1` partitions and one of their tags is a queue that was
+/// connected on its own (it keeps a partition count).
+async fn overlaps(io: &Io, name: &str, n: u16) -> Result<(), QueueError> {
+    let clash = |other: &str, k: u16, base: &str| {
+        QueueError::Connect(format!(
+            "queue `{other}` uses the keys of partition {k} of queue `{base}`; \
+             give one of them another name"
+        ))
+    };
+    if let Some((base, k)) = name.rsplit_once(':').and_then(|(base, suffix)| {
+        let digits = suffix.split_once('.').map_or(suffix, |(k, _)| k);
+        Some((base, digits.parse::<u16>().ok()?))
+    }) {
+        let mut get = redis::cmd("GET");
+        get.arg(Partitions::count_key(base));
+        let count = super::ops::bytes(io.query(&get).await?);
+        let count = core::str::from_utf8(&count)
+            .ok()
+            .and_then(|c| c.parse::<u16>().ok());
+        if count.is_some_and(|count| count > 1 && k < count && tag(base, k, count) == name) {
+            return Err(clash(name, k, base));
+        }
+    }
+    for k in (0..n).filter(|_| n > 1) {
+        let part = tag(name, k, n);
+        let mut exists = redis::cmd("EXISTS");
+        exists.arg(Partitions::count_key(&part));
+        if super::ops::int(&io.query(&exists).await?) == Some(1) {
+            return Err(clash(&part, k, name));
+        }
+    }
     Ok(())
 }
 

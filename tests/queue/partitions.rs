@@ -421,3 +421,44 @@ fn idle_cost_is_one_poll_per_partition_per_interval() {
         "{per_second} commands/s idle"
     );
 }
+
+/// A partition's tag is also a queue name: a queue named like partition 4
+/// of a partitioned `orders` shared its keys (it listed and cancelled
+/// `orders`' jobs). `connect` refuses such a name when the partitioned
+/// queue exists, and refuses partitioning a queue whose partition a queue
+/// of that name already uses (here in database 1).
+#[test]
+fn a_queue_named_like_another_queues_partition_is_refused() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let orders = partitioned(&server, 8);
+    for i in 0..64 {
+        orders
+            .schedule_in(&format!("j{i}"), Duration::from_secs(60), b"secret")
+            .unwrap();
+    }
+    let tags: Vec<String> = partition_keys(&server, "jobs")
+        .iter()
+        .map(|key| key["tw:{".len()..key.len() - "}:jobs".len()].to_string())
+        .collect();
+    assert_eq!(tags.len(), 8, "{tags:?}");
+    for tag in &tags {
+        match Queue::connect(&server.url(), tag) {
+            Err(QueueError::Connect(why)) => assert!(why.contains("partition"), "{why}"),
+            other => panic!("{tag}: {:?}", other.map(|_| ())),
+        }
+    }
+    assert_eq!(orders.len().unwrap(), (64, 0));
+    let db1 = format!("{}/1", server.url().trim_end_matches('/'));
+    let alone = Queue::connect(&db1, &tags[3]).unwrap();
+    alone
+        .schedule_in("mine", Duration::from_secs(60), b"")
+        .unwrap();
+    match Queue::builder(&db1, "orders").partitions(8).connect() {
+        Err(QueueError::Connect(why)) => assert!(why.contains(&tags[3]), "{why}"),
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    // A name of that shape that is nobody's partition is fine.
+    Queue::connect(&server.url(), "orders:99").unwrap();
+}
