@@ -98,6 +98,18 @@
 //!   230 bytes for the retention (`docs/design.md` has the measurements).
 //!   A cancel-heavy queue holds ended ids for `retention × cancels per
 //!   second`: choose the retention for that.
+//! - Failover of a master that was frozen (paused, cut off), not killed:
+//!   until it learns it was replaced, the old master still takes writes,
+//!   and Redis throws them away when it rejoins as a replica. Claims and
+//!   acks it answered in that time are lost with them: their jobs are
+//!   delivered again by the new master under the same fence (a hostile
+//!   review saw 25–133 jobs run twice, behind Sentinel and on a Cluster).
+//!   Redis's guard is `min-replicas-to-write 1` with a short
+//!   `min-replicas-max-lag` on every master: a master that has lost its
+//!   replicas then refuses writes, and the queue retries them on the new
+//!   one. A master that was killed does not come back with writes of its
+//!   own ([`QueueBuilder::replicas`] covers the schedules it had not yet
+//!   passed on).
 //!
 //! [`MisfirePolicy`]: crate::persist::MisfirePolicy
 
