@@ -684,3 +684,31 @@ fn watch_shows_jobs_missed_while_the_owner_is_down() {
     assert_eq!(summary.next_due, Some(hour_ago + Duration::from_secs(7200)));
     assert!(tickwheel::persist::JournalSummary::read(dir.path("none"), SystemTime::now()).is_err());
 }
+
+/// `stats` finds the next due time past many jobs in flight: with 500 held
+/// ahead of the one waiting job, it once read four pages of 100, gave up
+/// and printed no next due time at all, as if nothing waited.
+#[test]
+fn stats_finds_the_next_due_past_many_jobs_in_flight() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).connect().unwrap();
+    for i in 0..500 {
+        queue
+            .schedule_in(&format!("held{i}"), Duration::ZERO, b"")
+            .unwrap();
+    }
+    let consumer = queue.consumer().unwrap();
+    let mut held = 0;
+    while held < 500 {
+        held += consumer.fetch(500, Duration::from_secs(5)).unwrap().len();
+    }
+    queue
+        .schedule_in("later", Duration::from_secs(3600), b"")
+        .unwrap();
+    let stats = ok(&strs(&queue_args(&server)), &["stats"]);
+    let line = stats.one("stats");
+    assert_eq!(line["live"], 501);
+    assert!(line["next_due"].is_string(), "{line}");
+}

@@ -19,7 +19,17 @@ impl Out {
     /// Prints one record: a JSON line, or `key=value` text on one line,
     /// where a field with no value (a last page's cursor) is left out.
     pub(crate) fn record(&self, fields: &[(&str, Value)]) {
-        let line = if self.json {
+        let line = self.line(fields);
+        let mut stdout = std::io::stdout().lock();
+        // A closed pipe (`| head`) is not an error worth a message.
+        let _ = writeln!(stdout, "{line}");
+    }
+
+    /// One record's line. In text, control characters in a value (an id,
+    /// a scheduler key) are escaped: raw, a newline split the record and
+    /// an escape sequence reached the terminal.
+    fn line(&self, fields: &[(&str, Value)]) -> String {
+        if self.json {
             let map: Map<String, Value> = fields
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), v.clone()))
@@ -30,16 +40,27 @@ impl Out {
                 .iter()
                 .filter(|(k, v)| *k != "type" && !v.is_null())
                 .map(|(k, v)| match v {
-                    Value::String(s) => format!("{k}={s}"),
+                    Value::String(s) => format!("{k}={}", escape_controls(s)),
                     other => format!("{k}={other}"),
                 })
                 .collect::<Vec<_>>()
                 .join("  ")
-        };
-        let mut stdout = std::io::stdout().lock();
-        // A closed pipe (`| head`) is not an error worth a message.
-        let _ = writeln!(stdout, "{line}");
+        }
     }
+}
+
+/// `text` with its control characters escaped (`\n`, `\u{1b}`), the rest
+/// as it is.
+fn escape_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `2026-05-01T12:00:00.123456Z`; times before the epoch print as it.
@@ -96,6 +117,17 @@ pub(crate) fn millis(d: Duration) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_record_stays_one_line_whatever_its_values_hold() {
+        let text = Out { json: false };
+        let id = "ctl\x1b[31mred\nnewline\t";
+        let line = text.line(&[("type", "job".into()), ("id", id.into()), ("n", 3.into())]);
+        assert_eq!(line, "id=ctl\\u{1b}[31mred\\nnewline\\t  n=3");
+        assert!(!line.chars().any(char::is_control));
+        let json = Out { json: true }.line(&[("id", id.into())]);
+        assert_eq!(serde_json::from_str::<Value>(&json).unwrap()["id"], id);
+    }
 
     #[test]
     fn times_print_as_rfc3339_utc() {

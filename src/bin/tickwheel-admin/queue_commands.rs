@@ -58,21 +58,56 @@ fn unschedule(queue: &Queue, key: &str, out: &Out) -> Result<(), String> {
     Ok(())
 }
 
+/// When the earliest waiting job is due, as far as [`next_due`] read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum NextDue {
+    At(SystemTime),
+    /// No job waits.
+    Nothing,
+    /// More jobs in flight lie ahead of the first waiting one than it
+    /// reads (it once said nothing, as if none waited).
+    Unknown,
+}
+
+impl NextDue {
+    /// For `--json` (and text `key=value`): the time, null, or "unknown".
+    pub(crate) fn value(self) -> Value {
+        match self {
+            NextDue::At(t) => rfc3339(t).into(),
+            NextDue::Nothing => Value::Null,
+            NextDue::Unknown => "unknown".into(),
+        }
+    }
+
+    /// For `watch`'s screen.
+    pub(crate) fn text(self) -> String {
+        match self {
+            NextDue::At(t) => rfc3339(t),
+            NextDue::Nothing => "-".to_owned(),
+            NextDue::Unknown => format!("unknown (over {} jobs in flight ahead)", PAGES * MAX_PAGE),
+        }
+    }
+}
+
+/// Most pages `next_due` reads.
+const PAGES: usize = 100;
+
 /// The earliest waiting job: the first job of the pending listing, read a
-/// page at a time past jobs in flight, at most a few pages.
-pub(crate) fn next_due(queue: &Queue) -> Result<Option<SystemTime>, QueueError> {
+/// page at a time past jobs in flight (which share its order), at most
+/// [`PAGES`] pages.
+pub(crate) fn next_due(queue: &Queue) -> Result<NextDue, QueueError> {
     let mut after: Option<Cursor> = None;
-    for _ in 0..4 {
-        let page = queue.pending(.., 100, after.as_ref())?;
+    for _ in 0..PAGES {
+        let page = queue.pending(.., MAX_PAGE, after.as_ref())?;
         if let Some(job) = page.jobs.first() {
-            return Ok(Some(job.due));
+            return Ok(NextDue::At(job.due));
         }
         match page.next {
             Some(next) => after = Some(next),
-            None => return Ok(None),
+            None => return Ok(NextDue::Nothing),
         }
     }
-    Ok(None)
+    Ok(NextDue::Unknown)
 }
 
 fn stats(queue: &Queue, out: &Out) -> Result<(), String> {
@@ -82,7 +117,7 @@ fn stats(queue: &Queue, out: &Out) -> Result<(), String> {
         ("type", "stats".into()),
         ("live", live.into()),
         ("dead", dead.into()),
-        ("next_due", next.map(rfc3339).into()),
+        ("next_due", next.value()),
     ]);
     Ok(())
 }

@@ -11,8 +11,8 @@ use std::time::{Instant, SystemTime};
 use serde_json::Value;
 use tickwheel::redis::Queue;
 
-use crate::output::{millis, rfc3339, Out};
-use crate::queue_commands::next_due;
+use crate::output::{millis, Out};
+use crate::queue_commands::{next_due, NextDue};
 
 /// How far back the sparkline goes.
 const HISTORY: Duration = Duration::from_secs(60);
@@ -31,7 +31,7 @@ struct Frame {
     overdue: Vec<Duration>,
     /// More due jobs than the sample holds.
     more_due: bool,
-    next_due: Option<SystemTime>,
+    next_due: NextDue,
 }
 
 /// Refreshes every `every`, `count` times (for ever if `None`).
@@ -121,7 +121,10 @@ fn read(
         more_due: page.next.is_some() && overdue.len() == SAMPLE,
         next_due: match overdue.is_empty() {
             true => next_due(queue)?,
-            false => page.jobs.first().map(|job| job.due),
+            false => page
+                .jobs
+                .first()
+                .map_or(NextDue::Nothing, |job| NextDue::At(job.due)),
         },
         overdue,
     })
@@ -165,7 +168,7 @@ fn show(frame: &Frame, sparkline: &str, ansi: bool, out: &Out) {
             ("overdue_p50_ms", p50.map(millis).unwrap_or(Value::Null)),
             ("overdue_p99_ms", p99.map(millis).unwrap_or(Value::Null)),
             ("overdue_max_ms", max.map(millis).unwrap_or(Value::Null)),
-            ("next_due", frame.next_due.map(rfc3339).into()),
+            ("next_due", frame.next_due.value()),
             ("sparkline", sparkline.into()),
         ]);
         return;
@@ -198,7 +201,7 @@ fn show(frame: &Frame, sparkline: &str, ansi: bool, out: &Out) {
     ));
     text.push_str(&format!(
         "next due {}\nlive, last minute {sparkline}\n",
-        frame.next_due.map_or("-".to_owned(), rfc3339)
+        frame.next_due.text()
     ));
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
