@@ -183,6 +183,13 @@ pub(super) fn page(
         };
         (usize::from(c.part), score, c.member.clone())
     });
+    if part >= s.ctx.parts().len() {
+        // From a queue with more partitions: it names none of this one's
+        // (it once answered an empty last page, as if the listing ended).
+        return Err(QueueError::Argument(
+            "the cursor names a partition this queue does not have",
+        ));
+    }
     Ok(s.task(move |io, reply| async move {
         // Partition after partition, until the page is full or the last
         // partition ends.

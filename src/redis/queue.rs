@@ -306,9 +306,10 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`QueueError::Argument`] for a limit outside 1 to `MAX_PAGE`;
-    /// [`QueueError::DueOutOfRange`] for a bound before the epoch; Redis
-    /// unreachable for the retry window.
+    /// [`QueueError::Argument`] for a limit outside 1 to `MAX_PAGE`, or a
+    /// cursor that names a partition this queue does not have (another
+    /// queue's); [`QueueError::DueOutOfRange`] for a bound before the
+    /// epoch; Redis unreachable for the retry window.
     ///
     /// ```no_run
     /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;

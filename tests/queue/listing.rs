@@ -246,6 +246,13 @@ fn a_page_size_out_of_range_is_refused() {
         }
     }
     assert!("nonsense".parse::<Cursor>().is_err());
+    // A cursor of a queue with more partitions names none of this one's:
+    // refused, where it once gave an empty last page.
+    let elsewhere: Cursor = "5:0-".parse().unwrap();
+    assert!(matches!(
+        queue.pending(.., 10, Some(&elsewhere)),
+        Err(QueueError::Argument(_))
+    ));
 }
 
 /// `Queue::job` reads one record: waiting (with its due time as its
