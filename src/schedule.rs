@@ -10,7 +10,7 @@ use alloc::format;
 use alloc::string::String;
 #[cfg(feature = "cron")]
 use alloc::string::ToString;
-use alloc::vec::Vec;
+
 use core::fmt;
 use core::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -287,7 +287,8 @@ impl Schedule {
     /// The latest `n` instants at or before `upto` (µs), oldest first. A
     /// cron timetable looks back a day at most (86,400 steps for a run a
     /// second).
-    pub(crate) fn latest(&self, upto: i64, n: usize) -> Vec<i64> {
+    #[cfg(feature = "redis")]
+    pub(crate) fn latest(&self, upto: i64, n: usize) -> alloc::vec::Vec<i64> {
         let mut out = alloc::collections::VecDeque::with_capacity(n.min(1_024));
         let mut t = match &self.when {
             When::Every { period, .. } => {
@@ -399,6 +400,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "redis")]
     fn the_latest_instants_end_at_their_bound_oldest_first() {
         let s = Schedule::every(Duration::from_secs(1));
         let sec = 1_000_000;

@@ -142,6 +142,7 @@ mod pending;
 mod queue;
 mod retention;
 mod round;
+mod schedule_calls;
 mod scheduler;
 mod schedules;
 mod sentinel;

@@ -55,7 +55,7 @@
 //! made. A timetable with no instant left (a finite cron one, run out)
 //! makes nothing and is not looked at again until it changes.
 
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -64,17 +64,12 @@ use super::batched::{CancelJob, ScheduleJob};
 use super::lanes::run_direct;
 use super::link::{jitter, Ctx, Io};
 use super::lua::lua;
-use super::ops::{array, bytes, check_id};
-use super::pending::Pending;
-use super::schedules::{ScheduleInfo, Upserted};
-use super::shared::Shared;
+use super::ops::{array, bytes};
 use super::QueueError;
 use crate::event::event;
 use crate::schedule::{Missed, Schedule};
 
-lua!(UPSERT, "schedule_upsert.lua");
 lua!(ADVANCE, "schedule_advance.lua");
-lua!(REMOVE, "schedule_remove.lua");
 lua!(READ, "schedule_read.lua");
 
 /// The ids of runs start with this; the rest is `<key>/<instant µs>`.
@@ -92,14 +87,14 @@ const REREAD: Duration = Duration::from_secs(60);
 pub const MAX_SCHEDULE_KEY: usize = 200;
 
 /// A record: version, horizon (µs) and timetable text.
-struct Record<'a> {
-    version: u64,
-    horizon: i64,
-    timetable: &'a str,
+pub(super) struct Record<'a> {
+    pub(super) version: u64,
+    pub(super) horizon: i64,
+    pub(super) timetable: &'a str,
 }
 
 impl<'a> Record<'a> {
-    fn parse(text: &'a str) -> Option<Record<'a>> {
+    pub(super) fn parse(text: &'a str) -> Option<Record<'a>> {
         let mut parts = text.splitn(3, '\n');
         Some(Record {
             version: parts.next()?.parse().ok()?,
@@ -112,7 +107,7 @@ impl<'a> Record<'a> {
 /// The schedulers' records, their payloads, and the last version of each
 /// key ever removed (so that a key added again never makes the ids of
 /// runs its removal cancelled, which the queue remembers as ended).
-fn hashes(ctx: &Ctx) -> [String; 3] {
+pub(super) fn hashes(ctx: &Ctx) -> [String; 3] {
     let name = &ctx.name;
     [
         alloc::format!("tw:{{{name}}}:schedules"),
@@ -123,7 +118,7 @@ fn hashes(ctx: &Ctx) -> [String; 3] {
 
 /// The latest due time a run can have (`MAX_DUE_MICROS`): a timetable's
 /// instants past it are as good as none.
-const LAST_DUE: i64 = super::MAX_DUE_MICROS as i64;
+pub(super) const LAST_DUE: i64 = super::MAX_DUE_MICROS as i64;
 
 /// The first instant of `schedule` after `t` that a run can be made for.
 fn next_instant(schedule: &Schedule, t: i64) -> Option<i64> {
@@ -132,7 +127,7 @@ fn next_instant(schedule: &Schedule, t: i64) -> Option<i64> {
 
 /// The id of the run of version `version` of scheduler `key` for instant
 /// `t` (µs).
-fn run_id(key: &str, version: u64, t: i64) -> String {
+pub(super) fn run_id(key: &str, version: u64, t: i64) -> String {
     alloc::format!("{RUN_PREFIX}{key}/{version}/{t}")
 }
 
@@ -146,7 +141,7 @@ pub(super) fn parse_run(id: &str) -> Option<(&str, SystemTime)> {
     Some((key, UNIX_EPOCH + Duration::from_micros(t)))
 }
 
-fn check_key(key: &str) -> Result<(), QueueError> {
+pub(super) fn check_key(key: &str) -> Result<(), QueueError> {
     if key.is_empty() || key.len() > MAX_SCHEDULE_KEY {
         return Err(QueueError::InvalidSchedule(alloc::format!(
             "a scheduler's key must be 1 to {MAX_SCHEDULE_KEY} bytes"
@@ -158,7 +153,7 @@ fn check_key(key: &str) -> Result<(), QueueError> {
 /// The instants whose runs to make now, for a scheduler made up to
 /// `horizon`, at server time `now`: the missed ones as its policy says,
 /// then those up to the lookahead, at least one still to come.
-fn plan(schedule: &Schedule, horizon: i64, now: i64) -> Vec<i64> {
+pub(super) fn plan(schedule: &Schedule, horizon: i64, now: i64) -> Vec<i64> {
     let mut out = Vec::new();
     let missed_before = now - GRACE;
     let mut t = horizon;
@@ -201,7 +196,7 @@ fn plan(schedule: &Schedule, horizon: i64, now: i64) -> Vec<i64> {
 
 /// Makes the runs of `instants` for scheduler `key` and moves its horizon
 /// from `seen` to the last of them.
-async fn make_runs(
+pub(super) async fn make_runs(
     io: &Io,
     key: &str,
     version: u64,
@@ -239,7 +234,7 @@ async fn make_runs(
 /// waiting: those of its latest [`MAX_RUNS`] instants up to its horizon,
 /// overdue ones included (consumers down or behind leave runs waiting
 /// past their time; they were once left to run after the removal).
-async fn cancel_runs(io: &Io, key: &str, record: &Record<'_>) -> Result<(), QueueError> {
+pub(super) async fn cancel_runs(io: &Io, key: &str, record: &Record<'_>) -> Result<(), QueueError> {
     let Some(schedule) = Schedule::decode(record.timetable) else {
         return Ok(());
     };
@@ -252,7 +247,7 @@ async fn cancel_runs(io: &Io, key: &str, record: &Record<'_>) -> Result<(), Queu
 }
 
 /// A whole number a script answered, as an integer or as text.
-fn text_int(value: &redis::Value) -> Option<i64> {
+pub(super) fn text_int(value: &redis::Value) -> Option<i64> {
     super::ops::int(value).or_else(|| {
         core::str::from_utf8(&bytes(value.clone()))
             .ok()?
@@ -262,7 +257,7 @@ fn text_int(value: &redis::Value) -> Option<i64> {
 }
 
 /// Reads every scheduler and the server's clock: (now, [(key, record)]).
-async fn read(io: &Io) -> Result<(i64, Vec<(String, String)>), QueueError> {
+pub(super) async fn read(io: &Io) -> Result<(i64, Vec<(String, String)>), QueueError> {
     let [records, _, _] = hashes(&io.ctx);
     let cmd = READ.command(&[records]);
     let mut items = array(io.script(&READ, &cmd).await?)?.into_iter();
@@ -368,125 +363,6 @@ pub(super) async fn keep(io: Io) {
             () = ctx.schedules_wake.notified() => {}
         }
     }
-}
-
-/// `Queue::upsert_schedule`.
-pub(super) fn upsert(
-    s: &Shared,
-    key: &str,
-    schedule: &Schedule,
-    payload: &[u8],
-) -> Result<Pending<Upserted>, QueueError> {
-    check_key(key)?;
-    check_id(&run_id(key, u64::MAX, i64::MAX))?;
-    super::ops::check_payload(payload)?;
-    schedule.check()?;
-    // Refused before anything is stored: a timetable that never runs again
-    // (its instants all past, or past the latest due time) would store a
-    // scheduler that makes nothing.
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let now = i64::try_from(since.as_micros()).unwrap_or(i64::MAX);
-    match schedule.next_after(now) {
-        None => {
-            return Err(QueueError::InvalidSchedule(String::from(
-                "the timetable has no instant to come",
-            )))
-        }
-        Some(next) if next > LAST_DUE => return Err(QueueError::DueOutOfRange),
-        Some(_) => {}
-    }
-    let (key, timetable, payload) = (key.to_string(), schedule.encode(), payload.to_vec());
-    let schedule = schedule.clone();
-    Ok(s.task(move |io, reply| async move {
-        let answer = async {
-            let mut cmd = UPSERT.command(&hashes(&io.ctx));
-            cmd.arg(&key).arg(&timetable).arg(&payload);
-            let items = array(io.script(&UPSERT, &cmd).await?)?;
-            let what = items.first().and_then(super::ops::int).unwrap_or(-1);
-            let old = items
-                .get(1)
-                .map(|v| String::from_utf8_lossy(&bytes(v.clone())).into_owned());
-            let upserted = match what {
-                0 => return Ok(Upserted::Unchanged),
-                1 => Upserted::Created,
-                2 => Upserted::Updated,
-                _ => return Err(QueueError::Server(String::from("a malformed upsert reply"))),
-            };
-            // The new version, and the server's now: the new horizon.
-            let (version, now) = match (
-                items.get(2).and_then(text_int),
-                items.get(3).and_then(text_int),
-            ) {
-                (Some(version), Some(now)) => (version as u64, now),
-                _ => return Err(QueueError::Server(String::from("a malformed upsert reply"))),
-            };
-            if let Some(old) = old.as_deref().and_then(Record::parse) {
-                cancel_runs(&io, &key, &old).await?;
-            }
-            let instants = plan(&schedule, now, now);
-            make_runs(&io, &key, version, now, &instants).await?;
-            io.ctx.schedules_wake.notify_one();
-            Ok(upserted)
-        }
-        .await;
-        let _ = reply.send(answer);
-    }))
-}
-
-/// `Queue::remove_schedule`: whether there was one.
-pub(super) fn remove(s: &Shared, key: &str) -> Result<Pending<bool>, QueueError> {
-    check_key(key)?;
-    let key = key.to_string();
-    Ok(s.task(move |io, reply| async move {
-        let answer = async {
-            let mut cmd = REMOVE.command(&hashes(&io.ctx));
-            cmd.arg(&key);
-            let reply = io.script(&REMOVE, &cmd).await?;
-            if matches!(reply, redis::Value::Nil) {
-                return Ok(false);
-            }
-            let items = array(reply)?;
-            let old = items
-                .first()
-                .map(|v| String::from_utf8_lossy(&bytes(v.clone())).into_owned());
-            if let Some(record) = old.as_deref().and_then(Record::parse) {
-                cancel_runs(&io, &key, &record).await?;
-            }
-            Ok(true)
-        }
-        .await;
-        let _ = reply.send(answer);
-    }))
-}
-
-/// `Queue::schedules`: every scheduler, by key.
-pub(super) fn list(s: &Shared) -> Pending<Vec<ScheduleInfo>> {
-    s.task(move |io, reply| async move {
-        let answer = read(&io).await.map(|(_, all)| {
-            let mut out: Vec<ScheduleInfo> = all
-                .iter()
-                .filter_map(|(key, text)| {
-                    let record = Record::parse(text)?;
-                    let timetable = Schedule::decode(record.timetable).map_or_else(
-                        || String::from("(a timetable this build cannot read)"),
-                        |s| s.describe(),
-                    );
-                    Some(ScheduleInfo {
-                        key: key.clone(),
-                        timetable,
-                        version: record.version,
-                        made_until: UNIX_EPOCH
-                            + Duration::from_micros(u64::try_from(record.horizon).unwrap_or(0)),
-                    })
-                })
-                .collect();
-            out.sort_by(|a, b| a.key.cmp(&b.key));
-            out
-        });
-        let _ = reply.send(answer);
-    })
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! The Redis queue's job scheduler calls: `upsert_schedule`,
 //! `remove_schedule`, `schedules` (and their async twins) and
-//! `Delivery::schedule`. How the runs are made is in `scheduler.rs`.
+//! `Delivery::schedule`. Their work is in `schedule_calls.rs`, how the runs
+//! are made in `scheduler.rs`.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 use std::time::SystemTime;
 
-use super::scheduler;
+use super::{schedule_calls, scheduler};
 use super::{AsyncQueue, Delivery, Queue, QueueError};
 use crate::schedule::Schedule;
 pub use crate::schedule::Upserted;
@@ -72,7 +73,7 @@ impl Queue {
         schedule: &Schedule,
         payload: &[u8],
     ) -> Result<Upserted, QueueError> {
-        scheduler::upsert(&self.shared, key, schedule, payload)?.wait()
+        schedule_calls::upsert(&self.shared, key, schedule, payload)?.wait()
     }
 
     /// Removes the job scheduler `key` and cancels its runs still waiting
@@ -89,7 +90,7 @@ impl Queue {
     /// # Ok::<(), tickwheel::redis::QueueError>(())
     /// ```
     pub fn remove_schedule(&self, key: &str) -> Result<bool, QueueError> {
-        scheduler::remove(&self.shared, key)?.wait()
+        schedule_calls::remove(&self.shared, key)?.wait()
     }
 
     /// Every job scheduler of the queue, by key.
@@ -106,7 +107,7 @@ impl Queue {
     /// # Ok::<(), tickwheel::redis::QueueError>(())
     /// ```
     pub fn schedules(&self) -> Result<Vec<ScheduleInfo>, QueueError> {
-        scheduler::list(&self.shared).wait()
+        schedule_calls::list(&self.shared).wait()
     }
 }
 
@@ -130,7 +131,7 @@ impl AsyncQueue {
         schedule: &Schedule,
         payload: &[u8],
     ) -> Result<Upserted, QueueError> {
-        scheduler::upsert(&self.shared, key, schedule, payload)?.await
+        schedule_calls::upsert(&self.shared, key, schedule, payload)?.await
     }
 
     /// [`Queue::remove_schedule`], as a future.
@@ -146,7 +147,7 @@ impl AsyncQueue {
     /// # }
     /// ```
     pub async fn remove_schedule(&self, key: &str) -> Result<bool, QueueError> {
-        scheduler::remove(&self.shared, key)?.await
+        schedule_calls::remove(&self.shared, key)?.await
     }
 
     /// [`Queue::schedules`], as a future.
@@ -163,7 +164,7 @@ impl AsyncQueue {
     /// # }
     /// ```
     pub async fn schedules(&self) -> Result<Vec<ScheduleInfo>, QueueError> {
-        scheduler::list(&self.shared).await
+        schedule_calls::list(&self.shared).await
     }
 }
 
