@@ -134,7 +134,8 @@ impl Schedule {
         Schedule::every_from(period, UNIX_EPOCH)
     }
 
-    /// Runs at `start` and every `period` after it.
+    /// Runs at `start` and every `period` after it. A `start` before 1970
+    /// keeps its grid: the schedule starts at its first point from 1970 on.
     ///
     /// ```
     /// use std::time::{Duration, SystemTime};
@@ -143,13 +144,19 @@ impl Schedule {
     /// ```
     #[must_use]
     pub fn every_from(period: Duration, start: SystemTime) -> Schedule {
+        let period = u64::try_from(period.as_micros()).unwrap_or(u64::MAX);
+        let from = match start.duration_since(UNIX_EPOCH) {
+            Ok(after) => u64::try_from(after.as_micros()).unwrap_or(u64::MAX),
+            // Before 1970: the grid's first point from 1970 on (it once
+            // moved the whole grid to 1970 itself).
+            Err(before) => {
+                let before = before.duration().as_micros();
+                let step = u128::from(period.max(1));
+                u64::try_from(before.div_ceil(step) * step - before).unwrap_or(u64::MAX)
+            }
+        };
         Schedule {
-            when: When::Every {
-                period: u64::try_from(period.as_micros()).unwrap_or(u64::MAX),
-                from: start
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
-            },
+            when: When::Every { period, from },
             missed: Missed::default(),
         }
     }
@@ -216,11 +223,18 @@ impl Schedule {
     /// Refuses a period too short or too long.
     pub(crate) fn check(&self) -> Result<(), InvalidSchedule> {
         match &self.when {
-            When::Every { period, .. } => {
+            When::Every { period, from } => {
                 let min = MIN_PERIOD.as_micros() as u64;
                 if *period < min || *period > (1 << 52) {
                     return Err(InvalidSchedule(format!(
                         "a schedule's period must be from {MIN_PERIOD:?} to about 142 years"
+                    )));
+                }
+                // Instants are `i64` µs: a later start wrapped to one long
+                // past, and the schedule ran at once, every period.
+                if *from > i64::MAX as u64 {
+                    return Err(InvalidSchedule(String::from(
+                        "a schedule's start must be within about 292,000 years of 1970",
                     )));
                 }
                 Ok(())
@@ -410,6 +424,23 @@ mod tests {
         let late = Schedule::every_from(Duration::from_secs(1), from);
         assert_eq!(late.latest(6 * sec, 10), [5 * sec, 6 * sec]);
         assert!(late.latest(4 * sec, 10).is_empty());
+    }
+
+    #[test]
+    fn a_start_before_1970_keeps_its_grid_and_one_too_far_is_refused() {
+        let sec = 1_000_000;
+        let s = Schedule::every_from(Duration::from_secs(7), UNIX_EPOCH - Duration::from_secs(3));
+        assert_eq!(s.next_after(0), Some(4 * sec));
+        assert_eq!(s.next_after(4 * sec), Some(11 * sec));
+        assert!(s.check().is_ok());
+        let far = UNIX_EPOCH + Duration::from_secs(10_000_000_000_000);
+        assert!(Schedule::every_from(Duration::from_secs(1), far)
+            .check()
+            .is_err());
+        let near = UNIX_EPOCH + Duration::from_secs(6_000_000_000_000);
+        assert!(Schedule::every_from(Duration::from_secs(1), near)
+            .check()
+            .is_ok());
     }
 
     #[test]

@@ -200,8 +200,14 @@ impl<T: Send + 'static> Schedulers<T> {
                 entry.handle = None;
                 entry.instant
             });
+        let Some(instant) = instant else {
+            // Removed or replaced after this run left the timer and before
+            // it began: the removal cancelled it (it once ran anyway, after
+            // `remove_schedule` had answered, outside any `ScheduledRun`).
+            return;
+        };
         let ran = {
-            let _current = instant.map(|at| CurrentRun::enter(key, at));
+            let _current = CurrentRun::enter(key, instant);
             panic::catch_unwind(AssertUnwindSafe(|| handler(value)))
         };
         self.next(key, id, next_value, ran.is_ok(), log);
@@ -212,10 +218,6 @@ impl<T: Send + 'static> Schedulers<T> {
 
     /// After run `id` of `key` (`completed` if its handler returned).
     fn next(&self, key: &Arc<str>, id: u64, value: T, completed: bool, log: &Log) {
-        // Taken when the timer stops: the journal keeps the scheduler.
-        let Some(timer) = self.timer.lock().clone() else {
-            return;
-        };
         let (schedule, instant) = {
             let table = self.table.lock();
             match table.get(key) {
@@ -223,6 +225,25 @@ impl<T: Send + 'static> Schedulers<T> {
                 // Replaced or removed meanwhile: it makes no next run.
                 _ => return,
             }
+        };
+        // Taken when the timer stops: the journal keeps the scheduler, and
+        // a completed run moves it past this instant (a clean drop during
+        // a run once left it, and the next open ran the instant again);
+        // the next open schedules from there, by the missed policy.
+        let Some(timer) = self.timer.lock().clone() else {
+            if completed {
+                let record = match schedule.next_after(instant) {
+                    Some(next) => Record::Reset {
+                        id,
+                        due: wall_at(next),
+                    },
+                    None => Record::Done { id },
+                };
+                if log.append(record).is_err() {
+                    log.write_failed();
+                }
+            }
+            return;
         };
         let (now, wall) = timer.clock_now();
         let Some(next) = schedule.next_due(instant, micros(wall)) else {

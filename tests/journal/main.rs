@@ -14,5 +14,6 @@ mod journal_schedules;
 #[path = "../support/journals.rs"]
 mod journals;
 mod restore;
+mod schedules_races;
 #[path = "../support/scratch.rs"]
 mod scratch;
