@@ -64,7 +64,9 @@ impl JournalSummary {
     /// # Errors
     ///
     /// [`JournalError`] if nothing is at `path`, or it is not a journal
-    /// (or one of another format version), or it cannot be read.
+    /// (or one of another format version), or it cannot be read. An empty
+    /// file reads as a journal with nothing in it, as `open` takes it (a
+    /// journal whose creation was cut short).
     ///
     /// ```
     /// let missing = tickwheel::persist::JournalSummary::read("/nonexistent/j", std::time::SystemTime::now());
