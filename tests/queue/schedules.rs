@@ -99,7 +99,7 @@ fn every_instant_runs_once_across_consumers_none_early() {
 }
 
 /// The ids of the runs waiting, in due order.
-fn waiting(queue: &Queue) -> Vec<String> {
+pub(crate) fn waiting(queue: &Queue) -> Vec<String> {
     let page = queue.pending(.., 1_000, None).unwrap();
     page.jobs.into_iter().map(|job| job.id).collect()
 }

@@ -6,18 +6,13 @@
 use core::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tickwheel::redis::{Queue, QueueError, Schedule, Upserted};
+use tickwheel::redis::{QueueError, Schedule, Upserted};
 
 use crate::queues;
 use crate::redis_server;
+use crate::schedules::waiting;
 use queues::builder;
 use redis_server::RedisServer;
-
-/// The ids of the runs waiting, in due order.
-fn waiting(queue: &Queue) -> Vec<String> {
-    let page = queue.pending(.., 1_000, None).unwrap();
-    page.jobs.into_iter().map(|job| job.id).collect()
-}
 
 /// A key removed and added again makes runs again. Its version restarted
 /// at 1, so the new runs took the ids the removal had just cancelled,
