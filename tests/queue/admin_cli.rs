@@ -1,113 +1,20 @@
 //! The `tickwheel-admin` binary, run as a process against a real
-//! `redis-server` (each test its own) or a journal file: its `--json`
-//! lines are parsed and checked exactly. `watch` on a journal reads it
-//! while its owner runs, and writes nothing.
+//! `redis-server` (each test its own): its `--json` lines are parsed and
+//! checked exactly, and its plain output says the same. On journal files:
+//! `admin_journal.rs`.
 
 use core::time::Duration;
 use std::collections::HashSet;
-use std::process::Command;
 use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
-use tickwheel::persist::{DurableTimer, SyncPolicy};
 use tickwheel::redis::Queue;
 
+use crate::admin_tool::{at, ok, plain, queue_args, run, strs, walk, BASE};
 use crate::queues;
 use crate::redis_server;
-use crate::scratch;
 use queues::builder;
 use redis_server::{Config, RedisServer};
-use scratch::Scratch;
-
-const BIN: &str = env!("CARGO_BIN_EXE_tickwheel-admin");
-
-/// What a run of the tool gave: its exit code, its JSON lines, stderr.
-struct Run {
-    code: i32,
-    lines: Vec<Value>,
-    stderr: String,
-}
-
-impl Run {
-    /// The lines of one type.
-    fn of(&self, kind: &str) -> Vec<&Value> {
-        self.lines.iter().filter(|l| l["type"] == kind).collect()
-    }
-
-    /// The one line of `kind`.
-    fn one(&self, kind: &str) -> &Value {
-        let found = self.of(kind);
-        assert_eq!(found.len(), 1, "{kind} lines: {:?}", self.lines);
-        found[0]
-    }
-}
-
-fn run(target: &[&str], args: &[&str]) -> Run {
-    let output = Command::new(BIN)
-        .args(target)
-        .arg("--json")
-        .args(args)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        lines: stdout
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
-            .collect(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
-}
-
-/// A successful run.
-fn ok(target: &[&str], args: &[&str]) -> Run {
-    let done = run(target, args);
-    assert_eq!(done.code, 0, "{args:?}: {}", done.stderr);
-    done
-}
-
-fn queue_args(server: &RedisServer) -> Vec<String> {
-    vec![
-        "--url".into(),
-        server.url(),
-        "--queue".into(),
-        "orders".into(),
-    ]
-}
-
-fn strs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
-
-fn at(micros: u64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_micros(micros)
-}
-
-/// 2096-10-02T07:06:40Z, in microseconds: later than any clock these tests run under.
-const BASE: u64 = 4_000_000_000_000_000;
-
-/// Every page of `ls what`, following the cursors: the job lines, and each
-/// page's time in Redis.
-fn walk(target: &[&str], what: &str, limit: usize) -> (Vec<Value>, Vec<f64>) {
-    let (mut jobs, mut times) = (Vec::new(), Vec::new());
-    let mut after: Option<String> = None;
-    loop {
-        let limit = limit.to_string();
-        let mut args = vec!["ls", what, "--limit", &limit];
-        if let Some(after) = &after {
-            args.extend(["--after", after]);
-        }
-        let page = ok(target, &args);
-        jobs.extend(page.of("job").into_iter().cloned());
-        let summary = page.one("page");
-        times.push(summary["elapsed_ms"].as_f64().unwrap());
-        match summary["next"].as_str() {
-            Some(next) => after = Some(next.to_owned()),
-            None => return (jobs, times),
-        }
-    }
-}
 
 #[test]
 fn pages_follow_their_cursors_to_the_end_showing_every_job_once() {
@@ -350,81 +257,6 @@ fn a_cluster_queue_is_reached_through_its_nodes() {
     assert_eq!(both.code, 2, "{}", both.stderr);
 }
 
-/// A journal a process holds is refused with the library's lock error,
-/// naming the path and the owner, and left as it was; once the owner has
-/// gone, the tool lists every pending job (keyed or not, in id order) and
-/// shows and cancels by key.
-#[test]
-fn a_held_journal_is_refused_and_a_free_one_is_served() {
-    let dir = Scratch::new("admin");
-    let path = dir.path("orders.journal");
-    let (held, _) =
-        DurableTimer::<Vec<u8>>::open(&path, SyncPolicy::Always, &Default::default(), |_| {})
-            .unwrap();
-    for i in 0..3 {
-        held.schedule_keyed(
-            &format!("order {i}"),
-            Duration::from_secs(900 + i),
-            b"close\x01".to_vec(),
-        )
-        .unwrap();
-    }
-    // A job without a key lists too (it cannot be shown or cancelled by
-    // the tool: those go by key).
-    held.schedule(Duration::from_secs(950), b"remind".to_vec())
-        .unwrap();
-    let before = std::fs::read(&path).unwrap();
-    let target = ["--journal", path.to_str().unwrap()];
-    let refused = run(&target, &["ls", "pending"]);
-    assert_eq!(refused.code, 1);
-    assert!(refused.lines.is_empty());
-    let message = refused.stderr.trim_end();
-    assert_eq!(message.lines().count(), 1);
-    let owner = format!("(process {})", std::process::id());
-    assert!(
-        message.contains(path.to_str().unwrap()) && message.contains(&owner),
-        "{message}"
-    );
-    assert_eq!(std::fs::read(&path).unwrap(), before);
-    drop(held);
-
-    let (listed, _) = walk(&target, "pending", 2);
-    let keys: Vec<Option<&str>> = listed.iter().map(|j| j["key"].as_str()).collect();
-    assert_eq!(
-        keys,
-        [Some("order 0"), Some("order 1"), Some("order 2"), None]
-    );
-    let ids: Vec<u64> = listed.iter().map(|j| j["id"].as_u64().unwrap()).collect();
-    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
-    assert_eq!(
-        run(&target, &["ls", "pending", "--after", "order 0"]).code,
-        1
-    );
-    let shown = ok(&target, &["show", "order 0"]);
-    assert_eq!(shown.one("job")["id"], listed[0]["id"]);
-    // `ls` reads the due time the journal recorded, `show` the timer's
-    // deadline for it: the same instant, each rounded to the microsecond.
-    let (shown_at, listed_at) = (
-        seconds_of_day(shown.one("job")["due"].as_str().unwrap()),
-        seconds_of_day(listed[0]["due"].as_str().unwrap()),
-    );
-    assert!(
-        (shown_at - listed_at).abs() < 0.001,
-        "{shown_at} against {listed_at}"
-    );
-    assert_eq!(shown.one("job")["state"], "pending");
-    let cancelled = ok(&target, &["cancel", "order 1"]);
-    assert_eq!(
-        cancelled.one("cancel"),
-        &serde_json::json!({"type": "cancel", "key": "order 1", "outcome": "cancelled", "payload": "close\\x01"})
-    );
-    assert_eq!(ok(&target, &["stats"]).one("stats")["pending"], 3);
-    let (left, _) = walk(&target, "pending", 10);
-    let keys: Vec<Option<&str>> = left.iter().map(|j| j["key"].as_str()).collect();
-    assert_eq!(keys, [Some("order 0"), Some("order 2"), None]);
-    assert_eq!(run(&target, &["show", "order 1"]).code, 1);
-}
-
 /// 10^6 waiting jobs: a page of 100 at the start, the middle (from a
 /// cursor) and the end each take under 50 ms in Redis, as the tool
 /// measures the call.
@@ -499,14 +331,6 @@ fn pages_of_a_million_jobs_stay_fast_everywhere() {
     assert_eq!(seen.len(), 250);
 }
 
-/// The tool run without `--json`: its stdout, after a successful exit.
-fn plain(target: &[&str], args: &[&str]) -> String {
-    let output = Command::new(BIN).args(target).args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{args:?}: {stderr}");
-    String::from_utf8(output.stdout).unwrap()
-}
-
 /// The plain text a person reads says the same as the JSON: ids, due
 /// times in RFC 3339, escaped payloads, the cursor to the next page.
 #[test]
@@ -559,16 +383,6 @@ fn plain_output_names_what_the_json_says() {
     );
 }
 
-/// Seconds since midnight of an RFC 3339 time the tool printed
-/// (`2026-11-26T13:34:05.661878Z`).
-fn seconds_of_day(rfc3339: &str) -> f64 {
-    let time = &rfc3339[rfc3339.find('T').expect("a date and a time") + 1..];
-    let mut parts = time.trim_end_matches('Z').split(':');
-    let mut field = || parts.next().expect("h:m:s").parse::<f64>().unwrap();
-    let (h, m, s) = (field(), field(), field());
-    h * 3600.0 + m * 60.0 + s
-}
-
 /// `schedules` lists the queue's job schedulers; `unschedule` removes one
 /// and its waiting runs, and says whether there was one.
 #[test]
@@ -600,89 +414,6 @@ fn schedulers_are_listed_and_removed() {
     );
     assert_eq!(ok(&target, &["schedules"]).of("schedule").len(), 1);
     assert_eq!(ok(&target, &["ls", "pending"]).of("job").len(), 1);
-}
-
-// ---- `watch` on a journal: read without its lock ----------------------
-
-/// The tool's `watch` frames on `path`, `count` of them.
-fn watch_journal(path: &std::path::Path, count: u32) -> Vec<Value> {
-    let output = Command::new(BIN)
-        .args(["--journal", path.to_str().unwrap(), "--json", "watch"])
-        .args(["--every", "50ms", "--count", &count.to_string()])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
-    String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
-#[test]
-fn watch_reads_a_journal_its_owner_holds_and_writes_nothing() {
-    let dir = Scratch::new("admin-watch");
-    let path = dir.path("orders.journal");
-    let (owner, _) =
-        DurableTimer::<u64>::open(&path, SyncPolicy::Always, &Default::default(), |_| {}).unwrap();
-    let hour = Duration::from_secs(3600);
-    owner.schedule_keyed("order 1017", hour, 1017).unwrap();
-    owner.schedule(hour, 1018).unwrap();
-    owner
-        .upsert_schedule("sweep", &tickwheel::schedule::Schedule::every(hour), 1)
-        .unwrap();
-    let before = std::fs::read(&path).unwrap();
-    let frames = watch_journal(&path, 2);
-    assert_eq!(frames.len(), 2, "{frames:?}");
-    for frame in &frames {
-        assert_eq!(frame["type"], "watch");
-        assert_eq!(frame["pending"], 3, "{frame}");
-        assert_eq!(frame["keyed"], 1, "{frame}");
-        assert_eq!(frame["schedulers"], 1, "{frame}");
-        assert_eq!(frame["due"], 0, "{frame}");
-        assert_eq!(frame["damaged"], 0, "{frame}");
-        assert!(frame["next_due"].is_string(), "{frame}");
-        assert!(frame["overdue_max_ms"].is_null(), "{frame}");
-        assert_eq!(frame["journal_bytes"], before.len() as u64, "{frame}");
-    }
-    assert_eq!(frames[1]["pending_per_s"], 0.0);
-    assert_eq!(std::fs::read(&path).unwrap(), before, "the tool wrote");
-    // The owner still owns it, and goes on.
-    owner.schedule(hour, 1019).unwrap();
-    assert_eq!(watch_journal(&path, 1)[0]["pending"], 4);
-}
-
-/// A journal closed with a job 50 minutes overdue: `due` counts it and
-/// `overdue_max_ms` says how late it is.
-#[test]
-fn watch_shows_jobs_missed_while_the_owner_is_down() {
-    let dir = Scratch::new("admin-watch-missed");
-    let path = dir.path("j");
-    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
-    let (owner, _) = DurableTimer::<u64>::open_with_clock(
-        &path,
-        SyncPolicy::Always,
-        &Default::default(),
-        tickwheel::timer::ManualClock::with_wall_time(hour_ago),
-        |_| {},
-    )
-    .unwrap();
-    owner.schedule(Duration::from_secs(600), 1).unwrap();
-    owner.schedule(Duration::from_secs(7200), 2).unwrap();
-    drop(owner);
-    let frame = &watch_journal(&path, 1)[0];
-    assert_eq!(frame["pending"], 2, "{frame}");
-    assert_eq!(frame["due"], 1, "{frame}");
-    let late_ms = frame["overdue_max_ms"].as_f64().unwrap();
-    assert!((2_990_000.0..3_100_000.0).contains(&late_ms), "{late_ms}");
-    let summary = tickwheel::persist::JournalSummary::read(&path, SystemTime::now()).unwrap();
-    assert_eq!(
-        summary.oldest_due,
-        Some(hour_ago + Duration::from_secs(600))
-    );
-    assert_eq!(summary.next_due, Some(hour_ago + Duration::from_secs(7200)));
-    assert!(tickwheel::persist::JournalSummary::read(dir.path("none"), SystemTime::now()).is_err());
 }
 
 /// `stats` finds the next due time past many jobs in flight: with 500 held

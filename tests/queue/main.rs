@@ -7,6 +7,8 @@
 extern crate alloc;
 
 mod admin_cli;
+mod admin_journal;
+mod admin_tool;
 mod async_api;
 mod async_runtime;
 mod basics;
