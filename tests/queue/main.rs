@@ -22,6 +22,7 @@ mod fencing;
 mod harness;
 mod listing;
 mod partitions;
+mod payloads;
 mod priority;
 #[path = "../support/queues.rs"]
 mod queues;
