@@ -14,6 +14,7 @@ mod journal_schedules;
 #[path = "../support/journals.rs"]
 mod journals;
 mod restore;
+mod restore_props;
 mod schedules_races;
 #[path = "../support/scratch.rs"]
 mod scratch;
