@@ -16,6 +16,7 @@ mod journal_schedules;
 mod journals;
 mod restore;
 mod restore_props;
+mod schedules_crash;
 mod schedules_races;
 #[path = "../support/scratch.rs"]
 mod scratch;
