@@ -4,6 +4,7 @@
 
 extern crate alloc;
 
+mod interval;
 mod periodic;
 mod slack;
 mod sleep;
