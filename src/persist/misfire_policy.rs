@@ -124,8 +124,11 @@ impl<T> MisfirePolicy<T> {
         self
     }
 
-    /// The most missed runs of one fixed-rate job made up at once (with
-    /// `MissedTicks::Burst`); older ones are skipped. At least 1.
+    /// The most overdue runs of one fixed-rate job made up at once (with
+    /// `MissedTicks::Burst`), late within the threshold or not; older ones
+    /// are skipped, and the job's outcome is then
+    /// [`CaughtUp`](super::Outcome::CaughtUp), which says how many. At
+    /// least 1.
     ///
     /// ```
     /// let p = tickwheel::persist::MisfirePolicy::<()>::default().max_catch_up(0);

@@ -14,7 +14,9 @@
 //! overdue:
 //!
 //! - late by at most the policy's **threshold** (60 s by default, Quartz's
-//!   `misfireThreshold`): scheduled as it was, so it fires at once;
+//!   `misfireThreshold`): scheduled as it was, so it fires at once (a
+//!   fixed-rate job more than `max_catch_up` runs behind is reported as
+//!   missed, since runs are left out);
 //! - later than that, **missed**: a one-shot job follows
 //!   [`OnMissed`] (fire now, spread over a window, discard, dead-letter, or
 //!   reschedule through a function); a fixed-rate job follows its own

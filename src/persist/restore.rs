@@ -197,7 +197,9 @@ where
         // the runs not made up. Never before `due` nor after now.
         let n = overdue - made_up;
         let first = on_grid(job.due, period, n).unwrap_or(epoch.wall);
-        let is_missed = late.is_some_and(|late| late > policy.threshold);
+        // Missed: later than the threshold, or runs left out by the cap
+        // (never silently, however late).
+        let is_missed = late.is_some_and(|late| late > policy.threshold) || made_up < overdue;
         let value = job.value.clone();
         let make = move || value.clone();
         match self.schedule_repeating_at(

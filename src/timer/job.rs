@@ -244,6 +244,26 @@ impl Cadence {
         }
     }
 
+    /// Runs owed at once (see `Rate`): the grid point after them, how many
+    /// and the period in ticks. A copy of the timer dates the job from the
+    /// first of them, so that it keeps them and its grid.
+    pub(super) fn owed(&self) -> Option<(Tick, u64, u64)> {
+        match *self {
+            Cadence::Rate {
+                base,
+                runs,
+                period,
+                owed: owed @ 1..,
+                ..
+            } => Some((
+                base.saturating_add(runs.saturating_mul(period)),
+                owed,
+                period,
+            )),
+            _ => None,
+        }
+    }
+
     /// When the next run is due, given the entry's place in the wheel
     /// (for a running fixed-delay timer: the earliest it can be).
     pub(super) fn next_run(&self, wheel_deadline: Tick) -> Tick {

@@ -429,9 +429,21 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                 waker.wake();
                 return None;
             }
-            Job::Once(value) => (deadline, None, value),
+            Job::Once(value) => (self.time.instant_of(deadline), None, value),
             Job::Repeat(repeat) => {
-                let deadline = repeat.cadence.next_run(deadline);
+                // Runs owed at once are due from the first of them (its
+                // entry waits at "now"): a snapshot keeps them, and the grid.
+                let owed_from = repeat.cadence.owed().and_then(|(next, owed, period)| {
+                    let behind =
+                        (self.time.duration_of(period).as_nanos()).checked_mul(u128::from(owed))?;
+                    let behind = core::time::Duration::new(
+                        u64::try_from(behind / 1_000_000_000).ok()?,
+                        (behind % 1_000_000_000) as u32,
+                    );
+                    self.time.instant_of(next).checked_sub(behind)
+                });
+                let deadline = owed_from
+                    .unwrap_or_else(|| self.time.instant_of(repeat.cadence.next_run(deadline)));
                 let every = repeat
                     .cadence
                     .rate()
@@ -447,7 +459,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             }
         };
         Some(Unfired {
-            deadline: self.time.instant_of(deadline),
+            deadline,
             every,
             value,
         })

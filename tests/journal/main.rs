@@ -15,6 +15,7 @@ mod journal_schedules;
 #[path = "../support/journals.rs"]
 mod journals;
 mod restore;
+mod restore_owed;
 mod restore_props;
 mod schedules_crash;
 mod schedules_races;
