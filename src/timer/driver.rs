@@ -450,13 +450,16 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
     if batch.is_empty() {
         return;
     }
-    let mut one_shots = 0;
+    // Out of the wheels, the one-shots no longer count against
+    // `max_pending`: a task may schedule its successor at the limit.
+    let one_shots = batch
+        .iter()
+        .filter(|fire| matches!(fire.work, Work::Value(_)))
+        .count();
+    shared.release_reservation(one_shots);
     for fire in batch.drain(..) {
         let value = match fire.work {
-            Work::Value(value) => {
-                one_shots += 1;
-                value
-            }
+            Work::Value(value) => value,
             Work::Make(make) => match catch_unwind(AssertUnwindSafe(|| make(Some(fire.handle)))) {
                 Ok(value) => value,
                 Err(_) => {
@@ -492,5 +495,4 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
             }
         }
     }
-    shared.release_reservation(one_shots);
 }

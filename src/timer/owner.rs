@@ -3,6 +3,8 @@
 //! drains the wheels.
 
 use alloc::vec::Vec;
+use core::panic::AssertUnwindSafe;
+use std::panic::catch_unwind;
 
 use super::executor::{Executor, Why};
 use super::job::Unfired;
@@ -45,8 +47,10 @@ impl<T: Send + 'static, E: Executor<T>> Owner<T, E> {
                 let _ = driver.join();
             }
         }
-        if how == FINISHING {
-            shared.executor.flush();
+        // A panicking flush must not keep the timers from being handed
+        // back: counted, and the drain goes on.
+        if how == FINISHING && catch_unwind(AssertUnwindSafe(|| shared.executor.flush())).is_err() {
+            shared.counters.panicked();
         }
         shared.drain_all()
     }

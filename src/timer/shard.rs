@@ -383,6 +383,11 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     pub(super) fn undelivered(&self, fired: Expired<T>, why: Why) {
         let Some(hook) = &self.on_undelivered else {
             self.counters.dropped();
+            // The value's `Drop` is user code: a panic in it must not
+            // take the driver down with it.
+            if catch_unwind(AssertUnwindSafe(move || drop(fired))).is_err() {
+                self.counters.panicked();
+            }
             return;
         };
         if catch_unwind(AssertUnwindSafe(|| hook(Undelivered { fired, why }))).is_err() {

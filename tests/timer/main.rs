@@ -4,6 +4,7 @@
 
 extern crate alloc;
 
+mod hand_offs;
 mod interval;
 mod periodic;
 mod slack;

@@ -1,0 +1,140 @@
+//! User code the driver meets on its way: a value whose `Drop` panics, an
+//! executor whose `flush` panics, tasks that schedule at the `max_pending`
+//! limit. The driver survives, every value is accounted for, and the limit
+//! counts only what is pending.
+
+use alloc::sync::Arc;
+use core::time::Duration;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use tickwheel::timer::{Executor, Expired, Inline, ManualClock, Rejected, Undelivered};
+use tickwheel::Timer;
+
+use crate::timers::advance;
+
+const MS: Duration = Duration::from_millis(1);
+
+/// A value whose `Drop` panics (outside an unwind).
+struct Bomb(#[allow(dead_code)] u32);
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("bomb");
+        }
+    }
+}
+
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(10), "{what}");
+        std::thread::sleep(MS);
+    }
+}
+
+/// Today's bug: a refused value with no hook was dropped on the driver
+/// thread, outside any `catch_unwind`; a panicking `Drop` killed the
+/// driver, and later timers were accepted but never fired.
+#[test]
+fn a_value_whose_drop_panics_does_not_kill_the_driver() {
+    let (tx, rx) = crossbeam_channel::unbounded::<Bomb>();
+    drop(rx); // every hand-off is refused, and nobody takes the value
+    let timer = Timer::builder()
+        .executor(tx)
+        .slack(Duration::ZERO)
+        .build()
+        .unwrap();
+    timer.schedule(MS, Bomb(1)).unwrap();
+    wait_for("the first value was never dropped", || {
+        timer.stats().panicked == 1
+    });
+    timer.schedule(MS, Bomb(2)).unwrap();
+    wait_for("the driver died with the first value", || {
+        timer.stats().panicked == 2
+    });
+    let stats = timer.stats();
+    assert_eq!((stats.rejected, stats.dropped, stats.pending), (2, 2, 0));
+    let left = timer.shutdown();
+    assert!(left.is_empty());
+}
+
+/// An executor whose `flush` panics.
+struct BadFlush;
+
+impl Executor<u32> for BadFlush {
+    fn execute(&self, _fired: Expired<u32>) -> Result<(), Rejected<u32>> {
+        Ok(())
+    }
+
+    fn flush(&self) {
+        panic!("flush");
+    }
+}
+
+/// Today's bug: a panic in `flush` during `shutdown_graceful` skipped the
+/// drain; every pending value vanished, uncounted, even at drop.
+#[test]
+fn a_panicking_flush_loses_no_pending_value() {
+    let handed = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&handed);
+    let timer = Timer::builder()
+        .executor(BadFlush)
+        .on_undelivered(move |u: Undelivered<u32>| sink.lock().unwrap().push(u.fired.value))
+        .build()
+        .unwrap();
+    for value in 0..3 {
+        timer.schedule(Duration::from_secs(60), value).unwrap();
+    }
+    let mut left: Vec<u32> = timer
+        .shutdown_graceful()
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    left.sort_unstable();
+    assert_eq!(left, [0, 1, 2]);
+    assert_eq!(timer.stats().panicked, 1);
+    assert_eq!(timer.pending(), 0);
+    drop(timer);
+    assert!(handed.lock().unwrap().is_empty());
+}
+
+/// Today's bug: the reservations of fired one-shots were released after
+/// the whole batch had been handed over, so a task scheduling its
+/// successor at the limit was refused with nothing pending: 256 of 300.
+#[test]
+fn tasks_can_schedule_their_successors_at_the_limit() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(Duration::ZERO)
+        .max_pending(300)
+        .executor(Inline)
+        .build()
+        .unwrap();
+    let refused = Arc::new(Mutex::new(Vec::new()));
+    for _ in 0..300 {
+        let (me, log) = (timer.clone(), Arc::clone(&refused));
+        timer
+            .run_after(MS, move || {
+                if let Err(err) = me.run_after(Duration::from_secs(10), || {}) {
+                    log.lock().unwrap().push((me.pending(), err.kind()));
+                }
+            })
+            .unwrap();
+    }
+    advance(&clock, &timer, 2 * MS);
+    let refused = refused.lock().unwrap();
+    assert!(
+        refused.is_empty(),
+        "{} refused, first {:?}",
+        refused.len(),
+        refused.first()
+    );
+    assert_eq!(timer.pending(), 300);
+    // The limit still holds.
+    assert!(timer.run_after(MS, || {}).is_err());
+    drop(refused);
+    timer.shutdown();
+}
