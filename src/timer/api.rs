@@ -202,9 +202,19 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// Stops the driver and returns every timer that has not fired, as
     /// `(deadline, value)`, deadline rounded up to the tick. (A repeating
     /// timer appears once, with its next run's deadline and a value from
-    /// its factory.) Runs already handed to the executor are not waited
-    /// for. Later schedules fail with a `Shutdown` [`ScheduleError`]; a
-    /// second `shutdown` returns nothing.
+    /// its factory.) The driver stops between two hand-offs: a backlog it
+    /// was handing over comes back here, not to the executor, and the
+    /// call waits at most for the one hand-off in progress. Runs already
+    /// handed to the executor are not waited for. Later schedules fail
+    /// with a `Shutdown` [`ScheduleError`]; a second `shutdown` returns
+    /// nothing.
+    ///
+    /// Called from a task the driver runs inline ([`Inline`](super::Inline)
+    /// or a closure executor), it cannot wait for its own hand-off: it
+    /// returns what is still in the wheels, and the timers handed over with
+    /// that task never run; they go to the
+    /// [`on_undelivered`](super::Builder::on_undelivered) hook as
+    /// [`Why::Stopped`](super::Why::Stopped).
     ///
     /// ```
     /// # use std::time::Duration;

@@ -383,6 +383,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
             ),
             on_undelivered: self.on_undelivered,
             passes: Passes::default(),
+            in_hand: super::in_hand::InHand::new(),
         });
         let driver = {
             let shared = Arc::clone(&shared);

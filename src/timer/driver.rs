@@ -103,6 +103,10 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         shared.next_wake.store(Tick::MAX, Ordering::SeqCst);
         let state = shared.state.load(Ordering::SeqCst);
         if state == STOPPING {
+            let (late, why) = shared.in_hand.too_late();
+            for unfired in late {
+                shared.undelivered(unfired.into_expired(), why);
+            }
             return;
         }
         let pass = shared.passes.start();
@@ -229,11 +233,39 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
             urgent,
         };
         match fire_class(shared, &round, batch) {
+            _ if stopping(shared) => return Tick::MAX,
             Ok(class_next) => next = next.min(class_next),
             Err(urgent) => return urgent,
         }
     }
     next
+}
+
+/// A stop has come: the driver hands nothing more over.
+#[inline]
+fn stopping<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) -> bool {
+    shared.state.load(Ordering::Relaxed) == STOPPING
+}
+
+/// Keeps a timer taken for hand-off for the stop's drain (`in_hand.rs`):
+/// a one-shot's value; a sleep completes, as the drain completes the rest.
+/// A repeating timer's run is not made: the timer is still in its wheel,
+/// and the drain returns it.
+fn keep_back<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, fire: Fire<T>) {
+    match fire.work {
+        Work::Value(value) => shared.in_hand.keep(super::job::Unfired {
+            deadline: shared.time.instant_of(fire.deadline),
+            every: None,
+            value,
+        }),
+        Work::Make(_) => {}
+        #[cfg(feature = "async")]
+        Work::Wake(waker) => {
+            if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
+                shared.counters.panicked();
+            }
+        }
+    }
 }
 
 /// What a class's part of a pass works with.
@@ -297,6 +329,10 @@ fn fire_class<T: Send + 'static, E: Executor<T>>(
             .drain(batch.partition_point(|fire| fire.deadline <= cut)..)
             .collect();
         deliver(shared, batch);
+        if stopping(shared) {
+            rest.into_iter().for_each(|fire| keep_back(shared, fire));
+            return Ok(Tick::MAX);
+        }
         batch.extend(rest);
         if !more {
             return Ok(next);
@@ -457,7 +493,14 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
         .filter(|fire| matches!(fire.work, Work::Value(_)))
         .count();
     shared.release_reservation(one_shots);
-    for fire in batch.drain(..) {
+    let mut fires = batch.drain(..);
+    while let Some(fire) = fires.next() {
+        // `shutdown` stops the driver between two hand-offs.
+        if stopping(shared) {
+            keep_back(shared, fire);
+            fires.for_each(|fire| keep_back(shared, fire));
+            return;
+        }
         let value = match fire.work {
             Work::Value(value) => value,
             Work::Make(make) => match catch_unwind(AssertUnwindSafe(|| make(Some(fire.handle)))) {

@@ -292,4 +292,8 @@ pub enum Why {
     /// The timer's last handle was dropped while it was pending (call
     /// [`Timer::shutdown`](super::Timer::shutdown) to get pending values back instead).
     Dropped,
+    /// Due and about to be handed over when a task the driver ran inline
+    /// stopped the timer: the stop had already returned what it held, and
+    /// nothing runs after a stop returns.
+    Stopped,
 }

@@ -307,3 +307,14 @@ pub(crate) struct Unfired<T> {
     pub(crate) every: Option<(core::time::Duration, MissedTicks)>,
     pub(crate) value: T,
 }
+
+impl<T> Unfired<T> {
+    /// As reported to the undelivered hook, which has no timer to name.
+    pub(super) fn into_expired(self) -> super::Expired<T> {
+        super::Expired {
+            key: super::owner::DROPPED,
+            deadline: self.deadline,
+            value: self.value,
+        }
+    }
+}

@@ -47,6 +47,7 @@ mod export;
 #[cfg(feature = "async")]
 mod futures;
 mod handle;
+mod in_hand;
 mod inspect;
 mod job;
 mod latency;

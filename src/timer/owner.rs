@@ -10,7 +10,7 @@ use super::executor::{Executor, Why};
 use super::job::Unfired;
 use super::shard::{Shared, FINISHING, RUNNING};
 use super::sync::{thread, Arc, JoinHandle, Mutex, Ordering};
-use super::{Expired, TimerHandle};
+use super::TimerHandle;
 use crate::TimerKey;
 
 /// Owned by every `Timer` clone; dropping the last one stops the driver.
@@ -59,19 +59,15 @@ impl<T: Send + 'static, E: Executor<T>> Owner<T, E> {
 impl<T: Send + 'static, E: Executor<T>> Drop for Owner<T, E> {
     fn drop(&mut self) {
         for unfired in self.stop(super::shard::STOPPING) {
-            let fired = Expired {
-                key: DROPPED,
-                deadline: unfired.deadline,
-                value: unfired.value,
-            };
-            self.shared.undelivered(fired, Why::Dropped);
+            self.shared
+                .undelivered(unfired.into_expired(), Why::Dropped);
         }
     }
 }
 
 /// The handle reported for timers handed to the hook at drop: they have no
 /// timer left to cancel in, and it matches no shard.
-const DROPPED: TimerHandle = TimerHandle {
+pub(super) const DROPPED: TimerHandle = TimerHandle {
     key: match TimerKey::from_bits(u64::MAX) {
         Some(key) => key,
         None => unreachable!(),

@@ -26,7 +26,7 @@
 //! |-------|------------|-----------|--------|
 //! | `RUNNING` | `build` | accepted | fires what is due, sleeps until the next |
 //! | `FINISHING` | `shutdown_graceful` (from `RUNNING`) | refused with `Shutdown` | one last pass firing what is due, then exits |
-//! | `STOPPING` | `shutdown` or dropping the last handle (from `RUNNING`) | refused with `Shutdown` | exits at its next check |
+//! | `STOPPING` | `shutdown` or dropping the last handle (from `RUNNING`) | refused with `Shutdown` | hands nothing more over (what it holds goes back, `in_hand.rs`), exits |
 //!
 //! Only `RUNNING` moves on, and only once (a compare-exchange), so one
 //! caller drains. Schedulers read the state *under the shard lock*, so
@@ -213,6 +213,8 @@ pub(super) struct Shared<T, E> {
     pub(super) counters: Counters,
     pub(super) on_undelivered: Option<UndeliveredHook<T>>,
     pub(super) passes: super::passes::Passes,
+    /// Taken for hand-off when a stop came (`in_hand.rs`).
+    pub(super) in_hand: super::in_hand::InHand<T>,
 }
 
 impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
@@ -396,7 +398,8 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         }
     }
 
-    /// Takes every timer out of every shard. Value factories run after the
+    /// Takes every timer out of every shard, and those the driver kept
+    /// back from a hand-off when the stop came. Value factories run after the
     /// locks are released; one that panics loses that value, which is
     /// counted in `Stats::panicked` and `dropped`.
     pub(super) fn drain_all(&self) -> Vec<Unfired<T>> {
@@ -419,9 +422,12 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                 .filter(|(_, job)| counts_against_max_pending(job))
                 .count(),
         );
-        jobs.into_iter()
-            .filter_map(|(deadline, job)| self.unfired(deadline, job))
-            .collect()
+        let mut unfired = self.in_hand.drain();
+        unfired.extend(
+            jobs.into_iter()
+                .filter_map(|(deadline, job)| self.unfired(deadline, job)),
+        );
+        unfired
     }
 
     /// A job out of its wheel as `Unfired`, making a repeating job's value

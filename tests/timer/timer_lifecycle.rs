@@ -380,3 +380,94 @@ fn sync_from_an_inline_task_does_not_stop_the_driver() {
     assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("second"));
     assert!(timer.shutdown().is_empty());
 }
+
+/// Today's bug: `shutdown` waited while the driver handed over its whole
+/// backlog (2,000 tasks at 2 ms each: 4 s), and returned nothing. It now
+/// stops between two hand-offs and returns the rest.
+#[test]
+fn shutdown_stops_a_backlog_between_two_hand_offs() {
+    let clock = ManualClock::new();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&ran);
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(Duration::ZERO)
+        .executor(move |_: Expired<u32>| {
+            count.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(2 * MS);
+        })
+        .build()
+        .unwrap();
+    for value in 0..2000 {
+        timer.schedule(MS, value).unwrap();
+    }
+    clock.advance(2 * MS);
+    while ran.load(Ordering::SeqCst) == 0 {
+        std::thread::sleep(MS);
+    }
+    let left = timer.shutdown();
+    let ran_by_then = ran.load(Ordering::SeqCst);
+    assert!(ran_by_then < 100, "{ran_by_then} ran before the stop took");
+    assert_eq!(left.len() + ran_by_then, 2000);
+    let mut values: Vec<u32> = left.iter().map(|&(_, v)| v).collect();
+    values.sort_unstable();
+    values.dedup();
+    assert_eq!(values.len(), left.len());
+    std::thread::sleep(20 * MS);
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        ran_by_then,
+        "ran after shutdown"
+    );
+}
+
+/// A task the driver runs inline stops the timer: nothing runs after the
+/// stop returns; the rest of its hand-off goes to the hook as `Stopped`.
+#[test]
+fn an_inline_shutdown_runs_nothing_after_it_returns() {
+    type Stop = Box<dyn Fn() -> usize + Send + Sync>;
+    let stop: Arc<Mutex<Option<Stop>>> = Arc::default();
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let stopped = Arc::new(Mutex::new(Vec::new()));
+    let (me, log, sink) = (Arc::clone(&stop), Arc::clone(&ran), Arc::clone(&stopped));
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(Duration::ZERO)
+        .executor(move |fired: Expired<u32>| {
+            log.lock().unwrap().push(fired.value);
+            if fired.value == 3 {
+                let returned = (me.lock().unwrap().take().unwrap())();
+                log.lock().unwrap().push(100 + returned as u32);
+            }
+        })
+        .on_undelivered(move |u: Undelivered<u32>| {
+            sink.lock().unwrap().push((u.why, u.fired.value))
+        })
+        .build()
+        .unwrap();
+    for value in 0..10 {
+        timer.schedule(MS, value).unwrap();
+    }
+    timer.schedule(Duration::from_secs(60), 99).unwrap();
+    let inner = timer.clone();
+    *stop.lock().unwrap() = Some(Box::new(move || inner.shutdown().len()));
+    clock.advance(2 * MS);
+    let start = std::time::Instant::now();
+    while stopped.lock().unwrap().len() < 6 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            stopped.lock().unwrap()
+        );
+        std::thread::sleep(MS);
+    }
+    // The stop returned the one timer still in a wheel (99).
+    assert_eq!(*ran.lock().unwrap(), [0, 1, 2, 3, 101]);
+    let stopped = stopped.lock().unwrap().clone();
+    assert_eq!(
+        stopped,
+        (4..10).map(|v| (Why::Stopped, v)).collect::<Vec<_>>()
+    );
+    drop(timer);
+}
