@@ -44,8 +44,12 @@ pub struct ThreadPool {
     threads: usize,
     name: String,
     sender: Mutex<Option<Sender<Task>>>,
-    /// Until the first task: the receiving end, for the workers to come.
+    /// The receiving end: for the workers to come, and for a flush from a
+    /// worker, which runs queued tasks itself (on a one-worker pool nobody
+    /// else would).
     receiver: Mutex<Option<Receiver<Task>>>,
+    /// The workers started so far: all of them, or (a spawn failed) the
+    /// first few, kept and completed with the next task.
     workers: Mutex<Vec<JoinHandle<()>>>,
     state: Arc<PoolState>,
 }
@@ -78,7 +82,9 @@ impl ThreadPool {
         }
     }
 
-    /// Names the worker threads `{name}-{i}`.
+    /// Names the worker threads `{name}-{i}`. A name with a NUL byte
+    /// cannot name a thread: building a timer with such a pool fails with
+    /// an I/O error of kind `InvalidInput`.
     ///
     /// ```
     /// let pool = tickwheel::timer::ThreadPool::new(2).name("orders");
@@ -90,31 +96,40 @@ impl ThreadPool {
         self
     }
 
-    fn spawn(&self, receiver: &Receiver<Task>) -> io::Result<Vec<JoinHandle<()>>> {
-        (0..self.threads)
-            .map(|i| {
-                let receiver = receiver.clone();
-                let state = Arc::clone(&self.state);
+    /// Starts the workers not yet running; those started before a failed
+    /// spawn are kept, so a retry never starts more than `threads`.
+    fn spawn(&self, receiver: &Receiver<Task>) -> io::Result<()> {
+        let mut workers = self.workers.lock();
+        for i in workers.len()..self.threads {
+            let receiver = receiver.clone();
+            let state = Arc::clone(&self.state);
+            workers.push(
                 thread::Builder::new()
                     .name(format!("{}-{i}", self.name))
-                    .spawn(move || work(&receiver, &state))
-            })
-            .collect()
+                    .spawn(move || work(&receiver, &state))?,
+            );
+        }
+        Ok(())
     }
 }
 
 fn work(receiver: &Receiver<Task>, state: &PoolState) {
     state.worker_ids.lock().push(thread::current().id());
     for task in receiver.iter() {
-        if catch_unwind(AssertUnwindSafe(task)).is_err() {
-            state.panicked.fetch_add(1, Ordering::Relaxed);
-        }
-        let mut outstanding = state.outstanding.lock();
-        *outstanding -= 1;
-        // At 1, a flush from the one task left may be waiting for it.
-        if *outstanding <= 1 {
-            state.idle.notify_all();
-        }
+        run(task, state);
+    }
+}
+
+/// Runs one queued task, on a worker or in a worker's flush.
+fn run(task: Task, state: &PoolState) {
+    if catch_unwind(AssertUnwindSafe(task)).is_err() {
+        state.panicked.fetch_add(1, Ordering::Relaxed);
+    }
+    let mut outstanding = state.outstanding.lock();
+    *outstanding -= 1;
+    // At 1, a flush from the one task left may be waiting for it.
+    if *outstanding <= 1 {
+        state.idle.notify_all();
     }
 }
 
@@ -127,6 +142,13 @@ impl Default for ThreadPool {
 
 impl Executor<Task> for ThreadPool {
     fn start(&self) -> io::Result<()> {
+        if self.name.contains('\0') {
+            // `thread::Builder` would panic on it at the first task.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a ThreadPool name contains a NUL byte",
+            ));
+        }
         let mut sender = self.sender.lock();
         if sender.is_some() {
             return Ok(());
@@ -142,18 +164,16 @@ impl Executor<Task> for ThreadPool {
         let Some(sender) = sender.as_ref() else {
             return Err(Rejected(fired));
         };
-        // The first task starts the workers.
-        let mut receiver = self.receiver.lock();
-        if let Some(rx) = receiver.as_ref() {
-            match self.spawn(rx) {
-                Ok(workers) => {
-                    *self.workers.lock() = workers;
-                    *receiver = None;
+        // The first task starts the workers (a later one, those a failed
+        // spawn left out).
+        if self.workers.lock().len() < self.threads {
+            let receiver = self.receiver.lock();
+            if let Some(rx) = receiver.as_ref() {
+                if self.spawn(rx).is_err() {
+                    return Err(Rejected(fired));
                 }
-                Err(_) => return Err(Rejected(fired)),
             }
         }
-        drop(receiver);
         *self.state.outstanding.lock() += 1;
         let Expired {
             key,
@@ -173,9 +193,17 @@ impl Executor<Task> for ThreadPool {
     fn flush(&self) {
         // Called from one of this pool's tasks (one that shuts its timer
         // down gracefully), that task is outstanding until it returns:
-        // wait for the others only, or the wait would never end.
+        // wait for the others only, or the wait would never end. Tasks
+        // queued behind it it runs itself: on a one-worker pool no one
+        // else would.
         let me = thread::current().id();
         let own = usize::from(self.state.worker_ids.lock().contains(&me));
+        if own == 1 {
+            let receiver = self.receiver.lock().clone();
+            while let Some(task) = receiver.as_ref().and_then(|rx| rx.try_recv().ok()) {
+                run(task, &self.state);
+            }
+        }
         let mut outstanding = self.state.outstanding.lock();
         while *outstanding > own {
             outstanding = self.state.idle.wait(outstanding);

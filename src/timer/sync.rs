@@ -198,6 +198,11 @@ mod imp {
         }
 
         impl<T> Receiver<T> {
+            /// The next item if one is queued.
+            pub(crate) fn try_recv(&self) -> Result<T, ()> {
+                self.0.queue.lock().items.pop_front().ok_or(())
+            }
+
             /// Blocks for the next item; ends once every sender is gone and
             /// the queue is empty.
             pub(crate) fn iter(&self) -> impl Iterator<Item = T> + '_ {

@@ -8,7 +8,9 @@ use core::time::Duration;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use tickwheel::timer::{Executor, Expired, Inline, ManualClock, Rejected, Undelivered};
+use tickwheel::timer::{
+    BuildError, Executor, Expired, Inline, ManualClock, Rejected, ThreadPool, Undelivered,
+};
 use tickwheel::Timer;
 
 use crate::timers::advance;
@@ -137,4 +139,50 @@ fn tasks_can_schedule_their_successors_at_the_limit() {
     assert!(timer.run_after(MS, || {}).is_err());
     drop(refused);
     timer.shutdown();
+}
+
+/// Today's bug: on a one-worker pool, a task that shut its timer down
+/// gracefully waited for the tasks queued behind it, which only its own
+/// worker could run: neither ever finished.
+#[test]
+fn a_graceful_shutdown_from_a_one_worker_pool_runs_what_is_queued() {
+    let timer = Timer::builder()
+        .executor(ThreadPool::new(1))
+        .slack(Duration::ZERO)
+        .build()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (own, done) = (timer.clone(), tx.clone());
+    timer
+        .run_after(5 * MS, move || {
+            let left = own.shutdown_graceful().len();
+            done.send(format!("stopped, {left} left")).unwrap();
+        })
+        .unwrap();
+    for i in 0..3 {
+        let done = tx.clone();
+        timer
+            .run_after(5 * MS, move || done.send(format!("ran {i}")).unwrap())
+            .unwrap();
+    }
+    timer.run_after(Duration::from_secs(60), || ()).unwrap();
+    let mut got: Vec<String> = (0..4)
+        .map(|_| rx.recv_timeout(Duration::from_secs(5)).expect("a deadlock"))
+        .collect();
+    got.sort();
+    assert_eq!(got, ["ran 0", "ran 1", "ran 2", "stopped, 1 left"]);
+}
+
+/// Today's bug: a pool name with a NUL byte built a timer whose every task
+/// panicked in std's thread spawn and was lost, counted as fired.
+#[test]
+fn a_pool_name_with_a_nul_byte_is_a_build_error() {
+    match Timer::builder()
+        .executor(ThreadPool::new(2).name("bad\0name"))
+        .build()
+    {
+        Err(BuildError::Spawn(err)) => assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput),
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("built a pool whose workers cannot be named"),
+    }
 }
