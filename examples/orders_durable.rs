@@ -121,7 +121,7 @@ fn redis_url(redis: Option<String>) -> String {
 fn produce(url: &str, index: u32, orders: u32) {
     let queue = Queue::connect(url, QUEUE)
         .unwrap_or_else(|e| fail(&format!("producer: cannot connect to Redis at {url}: {e}")));
-    let mut rng = (u64::from(index) + 1) * 0x9E37_79B9_7F4A_7C15;
+    let mut rng = (u64::from(index) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut next = || {
         rng ^= rng << 13;
         rng ^= rng >> 7;
