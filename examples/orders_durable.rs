@@ -35,7 +35,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::Instant;
 
-use tickwheel::redis::{Cancelled, Queue};
+use tickwheel::redis::{Cancelled, Queue, QueueError};
 
 #[path = "../tests/support/redis_server.rs"]
 mod redis_server;
@@ -53,37 +53,75 @@ fn main() {
         match arg.as_str() {
             "--role" => role = Some(value),
             "--redis" => redis = Some(value),
-            "--orders" => orders = value.parse().expect("--orders N"),
-            "--index" => index = value.parse().expect("--index N"),
-            other => {
-                eprintln!("unknown argument {other}");
-                std::process::exit(2);
+            "--orders" => {
+                orders = value
+                    .parse()
+                    .unwrap_or_else(|_| usage("--orders needs a count"))
             }
+            "--index" => {
+                index = value
+                    .parse()
+                    .unwrap_or_else(|_| usage("--index needs a number"))
+            }
+            other => usage(&format!("unknown argument {other}")),
         }
     }
     match role.as_deref() {
-        Some("producer") => produce(&redis.expect("--redis"), index, orders / PRODUCERS),
-        Some("consumer") => consume(&redis.expect("--redis")),
+        Some("producer") => produce(&redis_url(redis), index, orders / PRODUCERS),
+        Some("consumer") => consume(&redis_url(redis)),
         _ => {
             let own = redis.is_none().then(|| {
-                redis_server::RedisServer::start_with(
+                redis_server::RedisServer::try_start_with(
                     redis_server::Config::new().appendfsync(redis_server::Fsync::Always),
                 )
+                .unwrap_or_else(|why| {
+                    // The harness's report ends with the server's log: the
+                    // first line says what went wrong.
+                    let why = why.lines().next().unwrap_or_default();
+                    fail(&format!(
+                        "cannot start a redis-server: {why}; install one \
+                         (`sudo apt-get install redis-server`), set TICKWHEEL_REDIS_SERVER \
+                         to its path, or pass --redis URL to use a running server"
+                    ))
+                })
             });
             let url = redis.unwrap_or_else(|| own.as_ref().map(|s| s.url()).unwrap_or_default());
             let ok = run(&url, orders);
             drop(own);
-            std::process::exit(if ok { 0 } else { 1 });
+            match ok {
+                Ok(ok) => std::process::exit(if ok { 0 } else { 1 }),
+                Err(why) => fail(&why),
+            }
         }
     }
+}
+
+/// A bad command line: says what is wrong and exits with status 2.
+fn usage(what: &str) -> ! {
+    eprintln!("orders_durable: {what}");
+    std::process::exit(2);
+}
+
+/// Something outside the program failed (no server, none reachable): says
+/// what and how to fix it, and exits with status 1 rather than panicking
+/// (the caller stops its own server first).
+fn fail(what: &str) -> ! {
+    eprintln!("orders_durable: {what}");
+    std::process::exit(1);
+}
+
+/// The `--redis` URL a child process must be given.
+fn redis_url(redis: Option<String>) -> String {
+    redis.unwrap_or_else(|| usage("--role needs --redis URL"))
 }
 
 /// A producer: schedules its orders, pays most of them before their
 /// timeout. Prints `S id` when an order exists, `P id` when a payment won,
 /// `L id` when it came too late (the order is being closed).
 fn produce(url: &str, index: u32, orders: u32) {
-    let queue = Queue::connect(url, QUEUE).expect("connect");
-    let mut rng = (u64::from(index) + 1) * 0x9E37_79B9_7F4A_7C15;
+    let queue = Queue::connect(url, QUEUE)
+        .unwrap_or_else(|e| fail(&format!("producer: cannot connect to Redis at {url}: {e}")));
+    let mut rng = (u64::from(index) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut next = || {
         rng ^= rng << 13;
         rng ^= rng >> 7;
@@ -140,7 +178,7 @@ fn consume(url: &str) {
     let queue = Queue::builder(url, QUEUE)
         .lease(LEASE)
         .connect()
-        .expect("connect");
+        .unwrap_or_else(|e| fail(&format!("consumer: cannot connect to Redis at {url}: {e}")));
     let consumer = queue.consumer().expect("consumer");
     let mut out = std::io::stdout().lock();
     loop {
@@ -223,8 +261,18 @@ fn spawn(
     (child, reader, closes)
 }
 
-fn run(url: &str, orders: u32) -> bool {
-    let queue = Queue::connect(url, QUEUE).expect("connect to redis");
+/// The demo; `Err` says why it could not start.
+fn run(url: &str, orders: u32) -> Result<bool, String> {
+    let queue = Queue::connect(url, QUEUE).map_err(|e| {
+        let fix = match e {
+            QueueError::Unavailable(_) => "is a server running there?",
+            _ => "check the URL;",
+        };
+        format!(
+            "cannot connect to Redis at {url}: {e} ({fix} or leave out --redis \
+             to start a server of our own)"
+        )
+    })?;
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let started = Instant::now();
     let mut consumers: Vec<_> = (0..CONSUMERS)
@@ -299,7 +347,7 @@ fn run(url: &str, orders: u32) -> bool {
     if !lost.is_empty() {
         eprintln!("LOST: {:?}", lost.iter().take(10).collect::<Vec<_>>());
     }
-    lost.is_empty()
+    Ok(lost.is_empty()
         && paid_and_closed == 0
-        && ledger.scheduled.len() == orders as usize / PRODUCERS as usize * PRODUCERS as usize
+        && ledger.scheduled.len() == orders as usize / PRODUCERS as usize * PRODUCERS as usize)
 }

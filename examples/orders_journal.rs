@@ -75,10 +75,11 @@ fn options() -> Result<Options, String> {
                 options.timeout = Duration::from_millis(ms);
             }
             "--crash-after" => {
-                let secs: f64 = value()?
-                    .parse()
-                    .map_err(|e| format!("--crash-after: {e}"))?;
-                options.crash_after = Some(Duration::from_secs_f64(secs));
+                let text = value()?;
+                let secs: f64 = text.parse().map_err(|e| format!("--crash-after: {e}"))?;
+                let after = Duration::try_from_secs_f64(secs)
+                    .map_err(|e| format!("--crash-after {text}: {e}"))?;
+                options.crash_after = Some(after);
             }
             other => return Err(format!("unknown argument {other}")),
         }

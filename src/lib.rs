@@ -47,11 +47,14 @@
 //!
 //! # Cargo features
 //!
-//! - `std` (default): `Timer`, its driver thread, executors and clocks. The
-//!   core does not need it; build with `default-features = false` for
-//!   `no_std` targets (an allocator is required).
-//! - `async`: `Timer::sleep`, `sleep_until` and `timeout`, futures for any
-//!   executor, woken by the timer's driver. No runtime crate.
+//! - `std` (default): `Timer`, its driver thread, executors and clocks;
+//!   `persist` (snapshots, restore, and `DurableTimer`'s journal, locked by
+//!   `fs4`); `schedule`. The core does not need it; build with
+//!   `default-features = false` for `no_std` targets (an allocator is
+//!   required).
+//! - `async`: `Timer::sleep`, `sleep_until`, `timeout`, `timeout_at`,
+//!   `interval` and `interval_at`, futures and a `futures_core::Stream` for
+//!   any executor, woken by the timer's driver. No runtime crate.
 //! - `test-util`: `ManualClock` and `Timer::sync`, for deterministic tests of
 //!   code that uses a `Timer`.
 //! - `serde`: `Serialize` and `Deserialize` for the `persist` snapshot types

@@ -3,6 +3,23 @@
 //! while nothing ran. The Redis queue's job schedulers use them
 //! (`redis/scheduler.rs`, where the runs are made), and so do a
 //! `DurableTimer`'s (`persist/schedulers.rs`).
+//!
+//! ```
+//! use std::time::Duration;
+//! use tickwheel::schedule::{Missed, Schedule};
+//!
+//! // On the whole minutes; minutes missed while nothing ran are skipped.
+//! let every_minute = Schedule::every(Duration::from_secs(60)).missed(Missed::Skip);
+//! # drop(every_minute);
+//! # #[cfg(feature = "cron")]
+//! # {
+//! // At 09:00 on weekdays in Paris (seconds first, as the `cron` crate reads it).
+//! let mornings = Schedule::cron("0 0 9 * * Mon-Fri", "Europe/Paris")?;
+//! assert!(Schedule::cron("0 0 9 * * Mon-Fri", "Mars/Olympus_Mons").is_err());
+//! # drop(mornings);
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #[cfg(feature = "cron")]
 use alloc::boxed::Box;
@@ -118,6 +135,23 @@ pub(crate) const MISSED_AFTER_MICROS: i64 = MISSED_AFTER.as_micros() as i64;
 
 /// The shortest period: runs are made ahead, a batch at a time, and a
 /// shorter period would make thousands a second.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("tickwheel-min-period-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// use std::time::Duration;
+/// use tickwheel::persist::{DurableTimer, MisfirePolicy, SyncPolicy};
+/// use tickwheel::schedule::{Schedule, MIN_PERIOD};
+/// use tickwheel::timer::ScheduleErrorKind;
+///
+/// let (jobs, _) = DurableTimer::<u64>::open(dir.join("jobs.journal"), SyncPolicy::Always, &MisfirePolicy::default(), |_| {})?;
+/// jobs.upsert_schedule("fast", &Schedule::every(MIN_PERIOD), 1)?;
+/// let too_fast = Schedule::every(MIN_PERIOD - Duration::from_micros(1));
+/// let err = jobs.upsert_schedule("faster", &too_fast, 2).unwrap_err();
+/// assert_eq!(err.kind(), ScheduleErrorKind::OutOfRange);
+/// # drop(jobs); std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MIN_PERIOD: Duration = Duration::from_millis(10);
 
 impl Schedule {

@@ -104,6 +104,25 @@ fn decode_body(body: &[u8]) -> Option<Record> {
 }
 
 /// A stretch of the file that did not decode and was skipped.
+///
+/// ```
+/// use std::io::Write;
+/// use tickwheel::persist::{Damage, DurableTimer, MisfirePolicy, SyncPolicy};
+///
+/// # let dir = std::env::temp_dir().join(format!("tickwheel-damage-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("jobs.journal");
+/// let open = || DurableTimer::<u64>::open(&path, SyncPolicy::Always, &MisfirePolicy::default(), |_| {});
+/// drop(open()?);
+/// // A write torn by a crash: bytes at the end that are no record.
+/// let len = std::fs::metadata(&path)?.len();
+/// std::fs::OpenOptions::new().append(true).open(&path)?.write_all(&[0xff; 5])?;
+/// let (_jobs, recovery) = open()?;
+/// assert_eq!(recovery.damage, [Damage { offset: len, len: 5, at_end: true }]);
+/// # drop(_jobs);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Damage {
     /// Byte offset in the file where it starts.

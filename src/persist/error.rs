@@ -135,6 +135,17 @@ pub struct RestoreError<T> {
 }
 
 /// The reason in a [`RestoreError`].
+///
+/// ```
+/// use std::time::SystemTime;
+/// use tickwheel::persist::{MisfirePolicy, RestoreFailure, Snapshot};
+///
+/// let (timer, _fired) = tickwheel::timer::delay_queue::<u8>()?;
+/// let alien = Snapshot { version: 99, taken_at: SystemTime::now(), jobs: Vec::new() };
+/// let err = timer.restore(alien, &MisfirePolicy::default()).unwrap_err();
+/// assert_eq!(err.reason, RestoreFailure::Version { found: 99 });
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RestoreFailure {

@@ -10,6 +10,23 @@ use super::PendingJob;
 
 /// A function that picks a new due time for a missed job, given the job
 /// and the wall time now (for [`OnMissed::Reschedule`]).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::{Duration, SystemTime};
+/// use tickwheel::persist::{MisfirePolicy, OnMissed, PendingJob, Reschedule, Snapshot};
+///
+/// // A missed reminder comes back in 10 minutes, not at once.
+/// let later: Reschedule<&str> = Arc::new(|_job, now| now + Duration::from_secs(600));
+/// let policy = MisfirePolicy::default().on_missed(OnMissed::Reschedule(later));
+/// let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+/// let job = PendingJob { due: an_hour_ago, repeat: None, value: "remind" };
+/// let snapshot = Snapshot { version: Snapshot::<&str>::VERSION, taken_at: an_hour_ago, jobs: vec![job] };
+/// let (timer, _fired) = tickwheel::timer::delay_queue()?;
+/// timer.restore(snapshot, &policy)?;
+/// assert_eq!(timer.pending(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub type Reschedule<T> = Arc<dyn Fn(&PendingJob<T>, SystemTime) -> SystemTime + Send + Sync>;
 
 /// What to do with a one-shot job that was missed (later than the

@@ -24,8 +24,21 @@ use alloc::vec::Vec;
 /// ```
 pub trait Payload: Sized {
     /// The bytes to store.
+    ///
+    /// ```
+    /// use tickwheel::persist::Payload;
+    ///
+    /// assert_eq!(String::from("close 17").encode(), b"close 17");
+    /// ```
     fn encode(&self) -> Vec<u8>;
     /// The value back from stored bytes; `None` if they are not one.
+    ///
+    /// ```
+    /// use tickwheel::persist::Payload;
+    ///
+    /// assert_eq!(u64::decode(&17u64.encode()), Some(17));
+    /// assert_eq!(String::decode(&[0xff]), None); // not UTF-8
+    /// ```
     fn decode(bytes: &[u8]) -> Option<Self>;
 }
 

@@ -11,6 +11,24 @@
 //! master Redis Sentinel names, followed through a failover
 //! ([`Queue::sentinel_builder`]).
 //!
+//! A producer schedules a job by id; any consumer, in any process, gets
+//! it once it is due by the server's clock, and acks it when done (it
+//! needs a running Redis server):
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use tickwheel::redis::Queue;
+//!
+//! let orders = Queue::connect("redis://127.0.0.1:6379", "orders")?;
+//! orders.schedule_in("order-17", Duration::from_secs(900), b"close 17")?;
+//! let consumer = orders.consumer()?;
+//! for job in consumer.fetch(10, Duration::from_secs(1))? {
+//!     println!("{}: {}", job.id, String::from_utf8_lossy(&job.payload));
+//!     consumer.ack(&job)?;
+//! }
+//! # Ok::<(), tickwheel::redis::QueueError>(())
+//! ```
+//!
 //! # How it works
 //!
 //! A queue is six keys under one hash tag (`tw:{name}:…`, so a Redis
@@ -168,19 +186,121 @@ use core::time::Duration;
 use crate::timer::Lateness;
 
 /// The longest job id, in bytes.
+///
+/// ```no_run
+/// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+/// use std::time::Duration;
+/// use tickwheel::redis::{QueueError, MAX_ID};
+///
+/// let hour = Duration::from_secs(3600);
+/// q.schedule_in(&"x".repeat(MAX_ID), hour, b"")?;
+/// // Refused before anything is sent.
+/// let err = q.schedule_in(&"x".repeat(MAX_ID + 1), hour, b"").unwrap_err();
+/// assert!(matches!(err, QueueError::InvalidId(_)));
+/// # Ok::<(), QueueError>(())
+/// ```
 pub const MAX_ID: usize = 512;
 /// The largest payload, in bytes (16 MiB).
+///
+/// ```no_run
+/// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+/// use std::time::Duration;
+/// use tickwheel::redis::{QueueError, MAX_PAYLOAD};
+///
+/// let hour = Duration::from_secs(3600);
+/// q.schedule_in("big", hour, &vec![0; MAX_PAYLOAD])?;
+/// // Refused before anything is sent.
+/// let err = q.schedule_in("too-big", hour, &vec![0; MAX_PAYLOAD + 1]).unwrap_err();
+/// assert!(matches!(err, QueueError::PayloadTooLarge { len } if len == MAX_PAYLOAD + 1));
+/// # Ok::<(), QueueError>(())
+/// ```
 pub const MAX_PAYLOAD: usize = 16 << 20;
 /// The latest due time, in microseconds since the Unix epoch (2^53, in
 /// the year 2255): Redis scores are exact integers up to there.
+///
+/// ```
+/// use tickwheel::redis::MAX_DUE_MICROS;
+///
+/// // A score (an f64) holds every microsecond up to the limit, not past it.
+/// assert_eq!(MAX_DUE_MICROS as f64 as u64, MAX_DUE_MICROS);
+/// assert_ne!((MAX_DUE_MICROS + 1) as f64 as u64, MAX_DUE_MICROS + 1);
+/// ```
+///
+/// A later due time is refused before anything is sent:
+///
+/// ```no_run
+/// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+/// use std::time::{Duration, UNIX_EPOCH};
+/// use tickwheel::redis::{QueueError, MAX_DUE_MICROS};
+///
+/// let last = UNIX_EPOCH + Duration::from_micros(MAX_DUE_MICROS);
+/// q.schedule("last", last, b"")?;
+/// let err = q.schedule("later", last + Duration::from_micros(1), b"").unwrap_err();
+/// assert!(matches!(err, QueueError::DueOutOfRange));
+/// # Ok::<(), QueueError>(())
+/// ```
 pub const MAX_DUE_MICROS: u64 = 1 << 53;
 /// The longest lease, and the longest lease extension (24 h).
+///
+/// A longer lease is refused before the queue connects:
+///
+/// ```
+/// use std::time::Duration;
+/// use tickwheel::redis::{Queue, QueueError, MAX_LEASE};
+///
+/// assert_eq!(MAX_LEASE, Duration::from_secs(24 * 3600));
+/// let err = Queue::builder("redis://127.0.0.1:1", "orders")
+///     .lease(MAX_LEASE + Duration::from_millis(1))
+///     .connect()
+///     .unwrap_err();
+/// assert!(matches!(err, QueueError::Config(_)));
+/// ```
 pub const MAX_LEASE: Duration = Duration::from_secs(24 * 3600);
 /// The longest retry delay of a `nack` (365 days).
+///
+/// ```no_run
+/// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+/// # let consumer = q.consumer()?;
+/// use std::time::Duration;
+/// use tickwheel::redis::{QueueError, MAX_RETRY_DELAY};
+///
+/// for job in consumer.fetch(1, Duration::from_secs(1))? {
+///     // Refused before anything is sent; the job stays delivered.
+///     let err = consumer.nack(&job, MAX_RETRY_DELAY + Duration::from_secs(1)).unwrap_err();
+///     assert!(matches!(err, QueueError::Argument(_)));
+///     consumer.nack(&job, MAX_RETRY_DELAY)?;
+/// }
+/// # Ok::<(), QueueError>(())
+/// ```
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The most jobs one claim delivers (`QueueBuilder::batch`).
+///
+/// A larger batch is refused before the queue connects:
+///
+/// ```
+/// use tickwheel::redis::{Queue, QueueError, MAX_BATCH};
+///
+/// let err = Queue::builder("redis://127.0.0.1:1", "orders")
+///     .batch(MAX_BATCH + 1)
+///     .connect()
+///     .unwrap_err();
+/// assert!(matches!(err, QueueError::Config(_)));
+/// ```
 pub const MAX_BATCH: usize = 1000;
 /// The most entries one listing returns (`Queue::dead_letters`).
+///
+/// ```no_run
+/// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+/// use tickwheel::redis::{QueueError, MAX_PAGE};
+///
+/// let page = q.dead(MAX_PAGE, None)?;
+/// assert!(page.jobs.len() <= MAX_PAGE);
+/// // A larger page is refused before anything is sent.
+/// assert!(matches!(q.dead(MAX_PAGE + 1, None), Err(QueueError::Argument(_))));
+/// // `dead_letters` reads at most `MAX_PAGE` instead.
+/// assert!(q.dead_letters(usize::MAX)?.len() <= MAX_PAGE);
+/// # Ok::<(), QueueError>(())
+/// ```
 pub const MAX_PAGE: usize = 1000;
 // The argument errors of pages and purges say this number in words.
 const _: () = assert!(MAX_PAGE == 1000);

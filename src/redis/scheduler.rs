@@ -84,6 +84,28 @@ const MAX_RUNS: usize = 1_000;
 /// within it.
 const REREAD: Duration = Duration::from_secs(60);
 /// A scheduler's key: at most this many bytes (its runs' ids must fit).
+///
+/// ```
+/// use tickwheel::redis::{MAX_ID, MAX_SCHEDULE_KEY};
+///
+/// // A run's id is `schedule/<key>/<version>/<instant µs>`.
+/// let id = format!("schedule/{}/{}/{}", "k".repeat(MAX_SCHEDULE_KEY), u64::MAX, i64::MAX);
+/// assert!(id.len() <= MAX_ID);
+/// ```
+///
+/// A longer key is refused before anything is sent:
+///
+/// ```no_run
+/// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
+/// use std::time::Duration;
+/// use tickwheel::redis::{QueueError, Schedule, MAX_SCHEDULE_KEY};
+///
+/// let every_minute = Schedule::every(Duration::from_secs(60));
+/// q.upsert_schedule(&"k".repeat(MAX_SCHEDULE_KEY), &every_minute, b"")?;
+/// let err = q.upsert_schedule(&"k".repeat(MAX_SCHEDULE_KEY + 1), &every_minute, b"").unwrap_err();
+/// assert!(matches!(err, QueueError::InvalidSchedule(_)));
+/// # Ok::<(), QueueError>(())
+/// ```
 pub const MAX_SCHEDULE_KEY: usize = 200;
 
 /// A record: version, horizon (µs) and timetable text.

@@ -37,10 +37,29 @@ use super::sync::{Arc, Mutex, Thread};
 /// ```
 pub trait Clock: Send + Sync + 'static {
     /// The current time.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use tickwheel::timer::{Clock, SystemClock};
+    ///
+    /// let before = Instant::now();
+    /// assert!(SystemClock.now() >= before);
+    /// ```
     fn now(&self) -> Instant;
 
     /// Blocks the calling (driver) thread until `deadline`, an unpark, or
     /// a spurious wake-up, whichever comes first.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::{Clock, SystemClock};
+    ///
+    /// // It may wake early: callers sleep again until the deadline.
+    /// let deadline = SystemClock.now() + Duration::from_millis(2);
+    /// while SystemClock.now() < deadline {
+    ///     SystemClock.sleep_until(Some(deadline));
+    /// }
+    /// ```
     fn sleep_until(&self, deadline: Option<Instant>);
 
     /// The wall-clock time now: how deadlines are expressed across

@@ -72,6 +72,29 @@ pub trait Executor<T>: Send + Sync + 'static {
     /// # Errors
     ///
     /// [`Rejected`] with the fired timer if it cannot be taken.
+    ///
+    /// ```
+    /// use std::sync::mpsc::{channel, Sender};
+    /// use std::time::Duration;
+    /// use tickwheel::timer::{Executor, Expired, Rejected};
+    /// use tickwheel::Timer;
+    ///
+    /// /// Hands each value to another thread; refuses once nobody listens.
+    /// struct Forward(Sender<&'static str>);
+    /// impl Executor<&'static str> for Forward {
+    ///     fn execute(&self, fired: Expired<&'static str>) -> Result<(), Rejected<&'static str>> {
+    ///         match self.0.send(fired.value) {
+    ///             Ok(()) => Ok(()),
+    ///             Err(e) => Err(Rejected(Expired { value: e.0, ..fired })),
+    ///         }
+    ///     }
+    /// }
+    /// let (tx, rx) = channel();
+    /// let timer = Timer::builder().executor(Forward(tx)).build()?;
+    /// timer.schedule(Duration::from_millis(1), "close order 17")?;
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(5))?, "close order 17");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn execute(&self, fired: Expired<T>) -> Result<(), Rejected<T>>;
 
     /// Called once when the timer is built, before any `execute`: a chance
@@ -81,6 +104,24 @@ pub trait Executor<T>: Send + Sync + 'static {
     ///
     /// Whatever stops the executor from starting; the timer build fails
     /// with it.
+    ///
+    /// ```
+    /// use std::io;
+    /// use tickwheel::timer::{Executor, Expired, Rejected};
+    /// use tickwheel::Timer;
+    ///
+    /// /// Needs a resource it cannot get.
+    /// struct NoWorkers;
+    /// impl Executor<u32> for NoWorkers {
+    ///     fn execute(&self, _fired: Expired<u32>) -> Result<(), Rejected<u32>> {
+    ///         Ok(())
+    ///     }
+    ///     fn start(&self) -> io::Result<()> {
+    ///         Err(io::Error::other("no worker threads allowed"))
+    ///     }
+    /// }
+    /// assert!(Timer::builder().executor(NoWorkers).build().is_err());
+    /// ```
     fn start(&self) -> io::Result<()> {
         Ok(())
     }
@@ -89,10 +130,52 @@ pub trait Executor<T>: Send + Sync + 'static {
     /// with. Used by [`Timer::shutdown_graceful`](super::Timer::shutdown_graceful).
     /// The default returns at once (for executors that finish within
     /// `execute`).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use tickwheel::timer::{Executor, Expired, Rejected};
+    /// use tickwheel::Timer;
+    ///
+    /// /// Counts its flushes.
+    /// struct Flushes(Arc<AtomicU32>);
+    /// impl Executor<u32> for Flushes {
+    ///     fn execute(&self, _fired: Expired<u32>) -> Result<(), Rejected<u32>> {
+    ///         Ok(())
+    ///     }
+    ///     fn flush(&self) {
+    ///         self.0.fetch_add(1, Ordering::SeqCst);
+    ///     }
+    /// }
+    /// let flushes = Arc::new(AtomicU32::new(0));
+    /// let timer = Timer::builder().executor(Flushes(Arc::clone(&flushes))).build()?;
+    /// timer.shutdown_graceful();
+    /// assert_eq!(flushes.load(Ordering::SeqCst), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn flush(&self) {}
 
     /// Panics the executor caught itself (in worker threads), for
     /// [`Stats::panicked`](super::Stats::panicked). The default is 0.
+    ///
+    /// ```
+    /// use tickwheel::timer::{Executor, Expired, Rejected};
+    /// use tickwheel::Timer;
+    ///
+    /// /// Says its workers caught two panics.
+    /// struct Caught;
+    /// impl Executor<u32> for Caught {
+    ///     fn execute(&self, _fired: Expired<u32>) -> Result<(), Rejected<u32>> {
+    ///         Ok(())
+    ///     }
+    ///     fn panics(&self) -> u64 {
+    ///         2
+    ///     }
+    /// }
+    /// let timer = Timer::builder().executor(Caught).build()?;
+    /// assert_eq!(timer.stats().panicked, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn panics(&self) -> u64 {
         0
     }

@@ -34,6 +34,24 @@
 //! value is delivered, cancelled, handed back or reported (`owner.rs`,
 //! [`Builder::on_undelivered`]). `models.rs` model-checks the cross-thread
 //! protocols under loom.
+//!
+//! Any thread schedules through a handle; the driver thread hands each
+//! value to the executor (here a channel) at its deadline, never before:
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use tickwheel::Timer;
+//!
+//! let (timer, expired) = Timer::with_channel()?;
+//! let handle = timer.clone();
+//! let start = Instant::now();
+//! std::thread::spawn(move || handle.schedule(Duration::from_millis(20), "from another thread"))
+//!     .join()
+//!     .unwrap()?;
+//! assert_eq!(expired.recv()?, "from another thread");
+//! assert!(start.elapsed() >= Duration::from_millis(20));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod api;
 mod builder;

@@ -151,6 +151,21 @@
 //! deadline, FIFO on ties, never before the deadline, never skipped, and
 //! [`Wheel::next_expiration`] never later than the earliest pending
 //! effective deadline.
+//!
+//! Timers filed on different levels still leave in deadline order, each
+//! at its own tick:
+//!
+//! ```
+//! use tickwheel::Wheel;
+//!
+//! let mut wheel = Wheel::new();
+//! wheel.insert(1 << 30, "level 5");
+//! wheel.insert(5_000, "level 2"); // 4 096 ≤ 5 000 < 262 144
+//! wheel.insert(5, "level 0");
+//! assert_eq!(wheel.next_expiration(), Some(5));
+//! let fired: Vec<_> = wheel.advance(1 << 30).map(|e| (e.deadline, e.value)).collect();
+//! assert_eq!(fired, [(5, "level 0"), (5_000, "level 2"), (1 << 30, "level 5")]);
+//! ```
 
 mod aligned_vec;
 mod arena;

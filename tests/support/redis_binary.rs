@@ -58,18 +58,28 @@ pub(crate) fn find_binary() -> Option<PathBuf> {
 /// Finds the `redis-server` binary, or panics saying how to install one.
 #[track_caller]
 pub(super) fn server_binary() -> PathBuf {
+    match try_server_binary() {
+        Ok(path) => path,
+        Err(why) => panic!("{why}"),
+    }
+}
+
+/// Finds the `redis-server` binary, or says why there is none and how to
+/// install one (for callers that report it rather than panic).
+pub(super) fn try_server_binary() -> Result<PathBuf, String> {
     if let Some(path) = find_binary() {
         if path.is_file() {
-            return path;
+            return Ok(path);
         }
-        panic!(
+        return Err(format!(
             "TICKWHEEL_REDIS_SERVER is set to {}, which is not a file",
             path.display()
-        );
+        ));
     }
-    panic!(
+    Err(
         "redis-server not found: these tests start their own Redis server. \
          Install it (`sudo apt-get install redis-server` on Debian/Ubuntu; \
          `.ci/run` installs it), or set TICKWHEEL_REDIS_SERVER to its path."
-    );
+            .into(),
+    )
 }

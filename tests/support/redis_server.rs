@@ -96,22 +96,37 @@ impl RedisServer {
     /// answers PING.
     #[track_caller]
     pub(crate) fn start_with(config: Config) -> RedisServer {
-        let binary = server_binary();
+        match RedisServer::try_start_with(config) {
+            Ok(server) => server,
+            Err(why) => panic!("{why}"),
+        }
+    }
+
+    /// As [`RedisServer::start_with`], but says why the server did not
+    /// start instead of panicking (for examples, which report it).
+    pub(crate) fn try_start_with(config: Config) -> Result<RedisServer, String> {
+        let binary = binary::try_server_binary()?;
         let dir = fresh_dir();
         let mut last_failure = String::new();
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port();
             write_config(&dir, port, &config);
-            let mut child = spawn(&binary, &dir, config.sentinel);
+            let mut child = match try_spawn(&binary, &dir, config.sentinel) {
+                Ok(child) => child,
+                Err(why) => {
+                    let _ = fs::remove_dir_all(&dir);
+                    return Err(why);
+                }
+            };
             match wait_ready(&mut child, port, &dir, config.tls_only) {
                 Ok(()) => {
-                    return RedisServer {
+                    return Ok(RedisServer {
                         pid: child.id(),
                         child: Some(child),
                         port,
                         dir,
                         config,
-                    }
+                    })
                 }
                 Err(why) => {
                     reap(&mut child);
@@ -125,7 +140,7 @@ impl RedisServer {
             }
         }
         let _ = fs::remove_dir_all(&dir);
-        panic!("redis-server did not start: {last_failure}");
+        Err(format!("redis-server did not start: {last_failure}"))
     }
 
     /// The TCP port the server listens on (on 127.0.0.1).
@@ -341,8 +356,16 @@ fn free_port() -> u16 {
 /// file is open goes to `dir/stderr.log`.
 #[track_caller]
 fn spawn(binary: &Path, dir: &Path, sentinel: bool) -> Child {
+    match try_spawn(binary, dir, sentinel) {
+        Ok(child) => child,
+        Err(why) => panic!("{why}"),
+    }
+}
+
+/// As [`spawn`], but says why it failed instead of panicking.
+fn try_spawn(binary: &Path, dir: &Path, sentinel: bool) -> Result<Child, String> {
     let stderr = File::create(dir.join("stderr.log"))
-        .unwrap_or_else(|e| panic!("cannot create stderr.log in {}: {e}", dir.display()));
+        .map_err(|e| format!("cannot create stderr.log in {}: {e}", dir.display()))?;
     let mut command = Command::new(binary);
     command.arg(dir.join("redis.conf"));
     if sentinel {
@@ -354,7 +377,7 @@ fn spawn(binary: &Path, dir: &Path, sentinel: bool) -> Child {
         .stdout(Stdio::null())
         .stderr(stderr)
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", binary.display()))
+        .map_err(|e| format!("cannot spawn {}: {e}", binary.display()))
 }
 
 /// SIGKILLs `child` (if it still runs) and waits for it.
