@@ -125,8 +125,10 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
 
     /// Cancels a timer. Returns its value if it will never fire (for a
     /// repeating timer: no future run will; the value comes from its
-    /// factory, outside the lock), or `None` if it has fired or is firing
-    /// (a one-shot), or the handle is stale. Fire and cancel never both win.
+    /// factory, outside the lock; a run the driver has taken but not begun
+    /// to hand over never starts, one already being handed over finishes),
+    /// or `None` if it has fired or is firing (a one-shot), or the handle
+    /// is stale. Fire and cancel never both win.
     /// A repeating timer whose factory panics making that value is
     /// cancelled all the same and answers `None`; the panic is caught and
     /// counted ([`Stats::panicked`](super::Stats::panicked) and `dropped`).

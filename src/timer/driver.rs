@@ -248,9 +248,9 @@ fn stopping<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) -> bool {
 }
 
 /// Keeps a timer taken for hand-off for the stop's drain (`in_hand.rs`):
-/// a one-shot's value; a sleep completes, as the drain completes the rest.
-/// A repeating timer's run is not made: the timer is still in its wheel,
-/// and the drain returns it.
+/// a one-shot's value. A sleep was due: it fires (its task is woken, no
+/// user code runs here). A repeating timer's run is not made: the timer is
+/// still in its wheel, and the drain returns it.
 fn keep_back<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, fire: Fire<T>) {
     match fire.work {
         Work::Value(value) => shared.in_hand.keep(super::job::Unfired {
@@ -261,6 +261,7 @@ fn keep_back<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, fire: Fir
         Work::Make(_) => {}
         #[cfg(feature = "async")]
         Work::Wake(waker) => {
+            record_fire(shared, fire.deadline, fire.slack);
             if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
                 shared.counters.panicked();
             }
@@ -503,6 +504,9 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
         }
         let value = match fire.work {
             Work::Value(value) => value,
+            // Cancelled since it was taken: the cancel answered with a
+            // value, so this run never starts.
+            Work::Make(_) if !still_filed(shared, fire.handle) => continue,
             Work::Make(make) => match catch_unwind(AssertUnwindSafe(|| make(Some(fire.handle)))) {
                 Ok(value) => value,
                 Err(_) => {
@@ -538,4 +542,19 @@ fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut
             }
         }
     }
+}
+
+/// Whether a repeating timer whose run the driver took is still filed:
+/// the point where its run begins to be handed over. A cancel before it
+/// answers with a value and the run never starts; one after it stops the
+/// runs after this one.
+fn still_filed<T: Send + 'static, E: Executor<T>>(
+    shared: &Shared<T, E>,
+    handle: TimerHandle,
+) -> bool {
+    shared.lock(handle).is_some_and(|(_, mut wheels)| {
+        wheels
+            .get_mut(handle.class)
+            .is_some_and(|wheel| wheel.get_mut(handle.key).is_some())
+    })
 }

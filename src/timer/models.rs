@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::sync::{thread, Arc, AtomicUsize, Mutex, Ordering};
-use super::{Expired, ManualClock, Task, ThreadPool, Timer};
+use super::{Clock, Expired, ManualClock, Task, ThreadPool, Timer};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -169,8 +169,9 @@ fn earlier_insert_against_a_driver_going_to_sleep() {
 }
 
 /// Reset races the driver firing: either the reset wins (true; the timer
-/// then waits for its new deadline) or the fire did (false). Never both,
-/// never neither.
+/// then waits for its new deadline) or the fire did (false: it fired, or
+/// the shutdown stopped its hand-off and returned it at its old deadline).
+/// Never both, never neither.
 #[test]
 fn reset_against_fire() {
     model(|| {
@@ -183,7 +184,35 @@ fn reset_against_fire() {
         let unfired = h.timer.shutdown();
         let fired = h.fired();
         assert_eq!(fired.len() + unfired.len(), 1, "lost or duplicated");
-        assert_eq!(moved, fired.is_empty(), "reset {moved} but fired {fired:?}");
+        let kept_at_old_deadline = unfired
+            .first()
+            .is_some_and(|&(at, _)| at < h.clock.now() + Duration::from_secs(1));
+        assert_eq!(
+            moved,
+            fired.is_empty() && !kept_at_old_deadline,
+            "reset {moved} but fired {fired:?}, unfired {unfired:?}"
+        );
+    });
+}
+
+/// Shutdown races the driver firing: the driver stops between two
+/// hand-offs, so the value is either handed over or returned by shutdown,
+/// never lost and never both.
+#[test]
+fn shutdown_against_fire() {
+    model(|| {
+        let (h, _) = Harness::new();
+        h.timer.schedule(MS, 3).expect("schedule");
+        let clock = h.clock.clone();
+        let advancer = thread::spawn(move || clock.advance(MS));
+        let unfired = h.timer.shutdown();
+        advancer.join().expect("advancer");
+        let fired = h.fired();
+        assert_eq!(
+            fired.len() + unfired.len(),
+            1,
+            "fired {fired:?}, unfired {unfired:?}"
+        );
     });
 }
 
