@@ -19,7 +19,10 @@
 //!
 //! Each wheel starts its counter at a different point (consecutive wheels are
 //! spread about 2³²/φ apart), so a key from another wheel is rejected unless
-//! the two counters have run into each other's range.
+//! the two counters have run into each other's range: after about 10⁹
+//! inserts and resets for two wheels made one after the other. That is a
+//! heuristic, not a guarantee (8 bytes leave no room for a wheel's
+//! identity): keep each key with its wheel. A stale reset takes no stamp.
 
 use core::num::NonZeroU32;
 
@@ -74,13 +77,16 @@ impl TimerKey {
     /// use tickwheel::TimerKey;
     ///
     /// assert_eq!(TimerKey::from_bits(0), None);
+    /// // No wheel holds an arena index past `MAX_TIMERS`.
+    /// assert_eq!(TimerKey::from_bits(0x1_FFFF_FFFF), None);
     /// ```
     pub const fn from_bits(bits: u64) -> Option<Self> {
+        let index = bits as u32;
+        if index as usize >= crate::wheel::MAX_INDEX {
+            return None;
+        }
         match NonZeroU32::new((bits >> 32) as u32) {
-            Some(stamp) => Some(TimerKey {
-                index: bits as u32,
-                stamp,
-            }),
+            Some(stamp) => Some(TimerKey { index, stamp }),
             None => None,
         }
     }

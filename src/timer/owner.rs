@@ -68,7 +68,7 @@ impl<T: Send + 'static, E: Executor<T>> Drop for Owner<T, E> {
 /// The handle reported for timers handed to the hook at drop: they have no
 /// timer left to cancel in, and it matches no shard.
 pub(super) const DROPPED: TimerHandle = TimerHandle {
-    key: match TimerKey::from_bits(u64::MAX) {
+    key: match TimerKey::from_bits(u64::MAX << 32) {
         Some(key) => key,
         None => unreachable!(),
     },

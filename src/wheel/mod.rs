@@ -181,6 +181,10 @@ mod slack;
 mod state;
 mod timers;
 
+/// Arena indices are below this (`Wheel::MAX_TIMERS`): a key naming one
+/// at or past it was never made.
+pub(crate) const MAX_INDEX: usize = entry::NO_HINT as usize;
+
 pub use expiry::Advance;
 pub use geometry::Geometry;
 pub use iter::{Drain, Iter};

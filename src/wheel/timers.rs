@@ -170,12 +170,18 @@ impl<T> Wheel<T> {
     /// ```
     pub fn reset(&mut self, key: TimerKey, deadline: Tick) -> bool {
         let now = self.now;
-        // Stamps and sequence numbers share one counter (see `Entry::seq`).
-        let seq = self.stamps.take().get();
-        let Some(entry) = self.entry_mut(key) else {
+        let Some(entry) = self
+            .nodes
+            .entries
+            .get_mut(key.index)
+            .filter(|entry| entry.stamp == key.stamp)
+        else {
+            // A stale key takes no stamp: it would bring the wrap-around
+            // of live keys closer.
             return false;
         };
-        entry.set_reset_seq(seq);
+        // Stamps and sequence numbers share one counter (see `Entry::seq`).
+        entry.set_reset_seq(self.stamps.take().get());
         if entry.deadline > now && deadline >= entry.deadline {
             // Not yet due, and no earlier: the timer may stay where it is
             // filed, which comes due no later than its new deadline; when

@@ -241,6 +241,27 @@ fn keys_are_8_bytes_and_pack_to_u64() {
     let mut wheel = Wheel::new();
     let key = wheel.insert(1, ());
     assert_eq!(TimerKey::from_bits(key.to_bits()), Some(key));
+    // Today's bug: bits naming an arena index no wheel can hold (past
+    // `MAX_TIMERS`) made a key.
+    for bits in [0x1_FFFF_FFFF, 0x1_7FFF_FFFF, 0x7_8000_0000] {
+        assert_eq!(TimerKey::from_bits(bits), None, "{bits:#x}");
+    }
+}
+
+/// Today's bug: a reset with a stale key "did nothing" but took a stamp,
+/// bringing the wrap-around of live keys closer.
+#[test]
+fn a_stale_reset_takes_no_stamp() {
+    let mut wheel = Wheel::new();
+    let stale = wheel.insert(5, 1);
+    wheel.cancel(stale);
+    let before = wheel.insert(5, 2);
+    for _ in 0..1000 {
+        assert!(!wheel.reset(stale, 9));
+    }
+    let after = wheel.insert(5, 3);
+    let stamp = |key: TimerKey| key.to_bits() >> 32;
+    assert_eq!(stamp(after), stamp(before) + 1);
 }
 
 #[test]
