@@ -36,8 +36,9 @@
 //! A claim carries a request token: a retry after a lost reply gets the
 //! same jobs back, still held, without another attempt spent. Jobs that
 //! arrive for a fetch that has gone (its future dropped, its timeout
-//! passed) go to the next waiting fetch, or are handed back at once
-//! (`release.lua`), not counted as an attempt.
+//! passed), or that reached a future dropped before it read them, go to
+//! the next waiting fetch, or are handed back at once (`release.lua`), not
+//! counted as an attempt.
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -98,6 +99,8 @@ impl Fetch {
 
 pub(super) enum ToClaimer {
     Fetch(Fetch),
+    /// Jobs answered to a fetch whose future was dropped unread.
+    Return(Vec<Delivery>),
     Close,
 }
 
@@ -259,6 +262,7 @@ pub(super) async fn run(
         tokio::select! {
             message = rx.recv() => match message {
                 Some(ToClaimer::Fetch(fetch)) => waiting.push_back(fetch),
+                Some(ToClaimer::Return(jobs)) => hand_out(&io, &mut waiting, jobs).await,
                 Some(ToClaimer::Close) | None => break,
             },
             () = &mut sleep, if wake.is_some() => {
@@ -299,10 +303,16 @@ pub(super) async fn run(
     // that were not sent yet are sent (a fetch's error says they may or
     // may not have been).
     rx.close();
+    let mut returned = Vec::new();
     while let Some(message) = rx.recv().await {
-        if let ToClaimer::Fetch(fetch) = message {
-            waiting.push_back(fetch);
+        match message {
+            ToClaimer::Fetch(fetch) => waiting.push_back(fetch),
+            ToClaimer::Return(mut jobs) => returned.append(&mut jobs),
+            ToClaimer::Close => {}
         }
+    }
+    if !returned.is_empty() {
+        release(&io, &returned).await;
     }
     let acks = take_acks(&mut waiting, &mut orphans);
     if !acks.is_empty() {

@@ -116,7 +116,14 @@ impl ClaimLoop {
             // The loop is gone, though nobody closed it: its I/O stopped.
             let _ = fetch.reply.send(Err(QueueError::io_stopped()));
         }
-        Ok(Pending::new(rx))
+        // Jobs answered to a future dropped before it read them go back
+        // to the loop: to the next fetch, or released.
+        let back = self.tx.clone();
+        Ok(Pending::new(rx).on_unread(move |(_, jobs): Fetched| {
+            if !jobs.is_empty() {
+                let _ = back.send(ToClaimer::Return(jobs));
+            }
+        }))
     }
 
     pub(super) fn close(&self) {

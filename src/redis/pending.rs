@@ -1,6 +1,7 @@
 //! A call's answer on its way back from the I/O thread: a future any
 //! executor can poll, or a blocking wait that never panics.
 
+use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::future::Future;
 use core::pin::{pin, Pin};
@@ -13,13 +14,27 @@ use super::QueueError;
 /// Where a call's answer goes.
 pub(super) type Reply<A> = oneshot::Sender<Result<A, QueueError>>;
 
+/// What to do with an answer that came but was never read (its future
+/// dropped after the I/O thread sent it).
+type Unread<A> = Box<dyn FnOnce(A) + Send>;
+
 /// A call's answer, still to come: a future for async callers, or
 /// [`wait`](Self::wait) for blocking ones.
-pub(super) struct Pending<A>(oneshot::Receiver<Result<A, QueueError>>);
+pub(super) struct Pending<A> {
+    rx: oneshot::Receiver<Result<A, QueueError>>,
+    unread: Option<Unread<A>>,
+}
 
 impl<A> Pending<A> {
     pub(super) fn new(rx: oneshot::Receiver<Result<A, QueueError>>) -> Pending<A> {
-        Pending(rx)
+        Pending { rx, unread: None }
+    }
+
+    /// Gives an answer that arrives but is dropped unread to `unread`
+    /// (jobs a fetch leased go back, rather than wait out their lease).
+    pub(super) fn on_unread(mut self, unread: impl FnOnce(A) + Send + 'static) -> Pending<A> {
+        self.unread = Some(Box::new(unread));
+        self
     }
 
     /// Blocks this thread until the answer comes. On a worker of a
@@ -41,9 +56,20 @@ impl<A> Future for Pending<A> {
     type Output = Result<A, QueueError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0)
+        Pin::new(&mut self.rx)
             .poll(cx)
             .map(|answer| answer.unwrap_or_else(|_| Err(QueueError::io_stopped())))
+    }
+}
+
+impl<A> Drop for Pending<A> {
+    fn drop(&mut self) {
+        // Read already (or never sent), `try_recv` finds nothing.
+        if let Some(unread) = self.unread.take() {
+            if let Ok(Ok(answer)) = self.rx.try_recv() {
+                unread(answer);
+            }
+        }
     }
 }
 

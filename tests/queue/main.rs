@@ -10,6 +10,7 @@ mod admin_cli;
 mod admin_journal;
 mod admin_tool;
 mod async_api;
+mod async_drops;
 mod async_runtime;
 mod basics;
 #[path = "../support/children.rs"]
