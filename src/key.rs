@@ -155,7 +155,7 @@ mod tests {
     #[test]
     fn bits_round_trip() {
         let key = TimerKey {
-            index: 0xDEAD_BEEF,
+            index: 0x5EAD_BEEF,
             stamp: NonZeroU32::new(0x1234_5678).unwrap(),
         };
         assert_eq!(TimerKey::from_bits(key.to_bits()), Some(key));
