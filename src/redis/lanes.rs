@@ -158,7 +158,7 @@ impl LaneSet {
     /// A slot of partition `part`'s lane of `J`, for a caller to send its
     /// own call in, if the lane has one free and no call waits in it (a
     /// waiting call goes first). The slot comes back when the guard drops.
-    pub(super) fn claim<J: Batched>(&self, part: usize) -> Option<Slot<'_>> {
+    pub(super) fn claim<J: Batched>(self: &Arc<Self>, part: usize) -> Option<Slot> {
         let mut lanes = self.lanes.lock();
         let lane = J::lanes(&mut lanes).get_mut(part)?;
         if lane.in_flight >= IN_FLIGHT || !lane.waiting.is_empty() {
@@ -166,7 +166,7 @@ impl LaneSet {
         }
         lane.in_flight += 1;
         Some(Slot {
-            set: self,
+            set: Arc::clone(self),
             lane: LaneId {
                 kind: J::KIND,
                 part,
@@ -199,12 +199,12 @@ impl LaneSet {
 
 /// A lane's slot, held while its script call is out; given back on drop,
 /// whether the call ended or its caller went away.
-pub(super) struct Slot<'a> {
-    set: &'a LaneSet,
+pub(super) struct Slot {
+    set: Arc<LaneSet>,
     lane: LaneId,
 }
 
-impl Drop for Slot<'_> {
+impl Drop for Slot {
     fn drop(&mut self) {
         self.set.give_back(self.lane);
     }
@@ -230,10 +230,9 @@ impl<J: Batched> Lane<J> {
             let mut calls = Vec::new();
             let mut bytes = 0;
             while let Some(call) = self.waiting.pop_front() {
-                // A call whose caller has gone was never sent: skip it.
-                if call.reply.is_closed() {
-                    continue;
-                }
+                // A call whose caller has gone is sent all the same: it was
+                // made, and its caller may have taken the drop for a lost
+                // reply (the docs of `AsyncQueue` promise it finishes).
                 let size = call.job.bytes();
                 if !calls.is_empty() && (calls.len() >= MAX_CALLS || bytes + size > MAX_BYTES) {
                     self.waiting.push_front(call);
@@ -252,7 +251,7 @@ impl<J: Batched> Lane<J> {
                 part,
             };
             tasks.spawn(async move {
-                let _slot = Slot { set: &set, lane };
+                let _slot = Slot { set, lane };
                 run_batch(&io, part, calls).await;
             });
         }

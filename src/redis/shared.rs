@@ -6,6 +6,8 @@ use alloc::boxed::Box;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use core::time::Duration;
 use std::sync::OnceLock;
 use std::thread::JoinHandle;
@@ -103,7 +105,14 @@ impl Shared {
             Some(here) => {
                 let part = self.ctx.parts().of(call.job.id());
                 match here.lanes.claim::<J>(part) {
-                    Some(_slot) => run_batch(&here.io, part, alloc::vec![call]).await,
+                    Some(slot) => {
+                        let io = here.io.clone();
+                        Finish::new(async move {
+                            run_batch(&io, part, alloc::vec![call]).await;
+                            drop(slot);
+                        })
+                        .await;
+                    }
                     None => _ = self.send(J::request(call)),
                 }
             }
@@ -133,6 +142,48 @@ impl Shared {
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.call(|reply| Request::Task(Box::new(move |io| Box::pin(task(io, reply)))))
+    }
+}
+
+/// A call a caller's task sends itself (on the queue's runtime): if the
+/// caller's future is dropped before the call is done, the rest of it is
+/// spawned on that runtime, so a call once sent finishes (and is counted)
+/// whatever becomes of its caller, as on the I/O's own tasks.
+struct Finish {
+    call: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// The queue's runtime, where this is made (`in_place`).
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+impl Finish {
+    fn new(call: impl Future<Output = ()> + Send + 'static) -> Finish {
+        Finish {
+            call: Some(Box::pin(call)),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        }
+    }
+}
+
+impl Future for Finish {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(call) = self.call.as_mut() else {
+            return Poll::Ready(());
+        };
+        let done = call.as_mut().poll(cx);
+        if done.is_ready() {
+            self.call = None;
+        }
+        done
+    }
+}
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        if let (Some(call), Some(runtime)) = (self.call.take(), self.runtime.take()) {
+            runtime.spawn(call);
+        }
     }
 }
 

@@ -56,3 +56,76 @@ fn pollster_block_on<F: Future>(future: F) -> F::Output {
         std::thread::sleep(Duration::from_millis(1));
     }
 }
+
+/// Today's bug: a call whose future was dropped before its lane sent it
+/// was skipped ("dropped unsent"), although the docs say a call is sent
+/// when first polled and finishes however its future ends: 0 or 1 of 200
+/// schedules were made.
+#[test]
+fn schedules_dropped_after_their_first_poll_are_all_made() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).connect().unwrap().to_async();
+    let mut cx = Context::from_waker(Waker::noop());
+    for i in 0..200 {
+        let id = format!("job{i}");
+        let mut call = pin!(queue.schedule_in(&id, Duration::from_secs(60), b"x"));
+        let _ = call.as_mut().poll(&mut cx);
+    }
+    let blocking = queue.to_blocking();
+    let start = std::time::Instant::now();
+    while blocking.len().unwrap().0 < 200 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?} of 200 made",
+            blocking.len()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Today's bug: on the queue's runtime (`QueueBuilder::runtime`), a call
+/// runs inside its caller's future; aborted while it retried (the server
+/// down), it was never made, where the I/O thread's mode made it. Now the
+/// rest of the call finishes on the runtime.
+#[test]
+fn a_call_aborted_while_it_retries_on_the_queues_runtime_is_still_made() {
+    let Some(mut server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let queue = runtime
+        .block_on(
+            builder(&server)
+                .runtime(runtime.handle().clone())
+                .retry(Duration::from_secs(20), Duration::from_secs(1))
+                .connect_async(),
+        )
+        .unwrap();
+    server.kill9();
+    let call = {
+        let queue = queue.clone();
+        runtime.spawn(async move {
+            queue
+                .schedule_in("dropped", Duration::from_secs(60), b"x")
+                .await
+        })
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    call.abort();
+    server.restart();
+    let blocking = queue.to_blocking();
+    let start = std::time::Instant::now();
+    while blocking.job("dropped").unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the aborted call was never made"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
