@@ -32,7 +32,8 @@ fn a_fetch_dropped_unread_hands_its_jobs_to_the_next_fetch() {
     let consumer = queue.to_async().consumer().unwrap();
     {
         let mut fetch = pin!(consumer.fetch(1, Duration::from_secs(5)));
-        let mut cx = Context::from_waker(Waker::noop());
+        let waker = noop();
+        let mut cx = Context::from_waker(&waker);
         assert!(fetch.as_mut().poll(&mut cx).is_pending());
         // The claim goes out and its answer comes back, unread.
         std::thread::sleep(Duration::from_millis(500));
@@ -45,10 +46,21 @@ fn a_fetch_dropped_unread_hands_its_jobs_to_the_next_fetch() {
     assert_eq!(queue.dead_letters(10).unwrap().len(), 0);
 }
 
+/// A waker that does nothing (`Waker::noop` needs a newer Rust than the
+/// crate's MSRV).
+fn noop() -> Waker {
+    struct Noop;
+    impl alloc::task::Wake for Noop {
+        fn wake(self: alloc::sync::Arc<Self>) {}
+    }
+    Waker::from(alloc::sync::Arc::new(Noop))
+}
+
 /// A minimal `block_on`: the queue's futures need no runtime.
 fn pollster_block_on<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
+    let waker = noop();
+    let mut cx = Context::from_waker(&waker);
     loop {
         if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
             return out;
@@ -67,7 +79,8 @@ fn schedules_dropped_after_their_first_poll_are_all_made() {
         return;
     };
     let queue = builder(&server).connect().unwrap().to_async();
-    let mut cx = Context::from_waker(Waker::noop());
+    let waker = noop();
+    let mut cx = Context::from_waker(&waker);
     for i in 0..200 {
         let id = format!("job{i}");
         let mut call = pin!(queue.schedule_in(&id, Duration::from_secs(60), b"x"));
