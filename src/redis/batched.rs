@@ -168,7 +168,7 @@ pub(super) fn schedule_many(
         .map(|&(id, when, payload, priority)| {
             let job = ScheduleJob::new(id, when, payload, priority);
             let (reply, rx) = oneshot::channel();
-            (Call { job, reply }, Pending::new(rx))
+            (Call { job, reply }, s.pending(rx))
         })
         .unzip();
     s.send(Request::Schedule(calls));
@@ -399,7 +399,7 @@ pub(super) fn ack_all(s: &Shared, jobs: &[Delivery]) -> Result<Vec<Pending<Acked
         .into_iter()
         .map(|job| {
             let (reply, rx) = oneshot::channel();
-            (Call { job, reply }, Pending::new(rx))
+            (Call { job, reply }, s.pending(rx))
         })
         .unzip();
     s.send(Request::Ack(calls));

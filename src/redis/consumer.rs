@@ -119,11 +119,14 @@ impl ClaimLoop {
         // Jobs answered to a future dropped before it read them go back
         // to the loop: to the next fetch, or released.
         let back = self.tx.clone();
-        Ok(Pending::new(rx).on_unread(move |(_, jobs): Fetched| {
-            if !jobs.is_empty() {
-                let _ = back.send(ToClaimer::Return(jobs));
-            }
-        }))
+        Ok(self
+            .shared
+            .pending(rx)
+            .on_unread(move |(_, jobs): Fetched| {
+                if !jobs.is_empty() {
+                    let _ = back.send(ToClaimer::Return(jobs));
+                }
+            }))
     }
 
     pub(super) fn close(&self) {

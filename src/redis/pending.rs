@@ -4,8 +4,10 @@
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::future::Future;
+use core::panic::AssertUnwindSafe;
 use core::pin::{pin, Pin};
 use core::task::{Context, Poll, Waker};
+use std::panic::{catch_unwind, resume_unwind};
 
 use tokio::sync::oneshot;
 
@@ -23,11 +25,24 @@ type Unread<A> = Box<dyn FnOnce(A) + Send>;
 pub(super) struct Pending<A> {
     rx: oneshot::Receiver<Result<A, QueueError>>,
     unread: Option<Unread<A>>,
+    /// The runtime the answering I/O runs on (`QueueBuilder::runtime`), if
+    /// any; otherwise it has a thread of its own.
+    io_runtime: Option<tokio::runtime::Id>,
 }
 
 impl<A> Pending<A> {
     pub(super) fn new(rx: oneshot::Receiver<Result<A, QueueError>>) -> Pending<A> {
-        Pending { rx, unread: None }
+        Pending {
+            rx,
+            unread: None,
+            io_runtime: None,
+        }
+    }
+
+    /// Says which runtime the answering I/O runs on.
+    pub(super) fn io_on(mut self, runtime: Option<tokio::runtime::Id>) -> Pending<A> {
+        self.io_runtime = runtime;
+        self
     }
 
     /// Gives an answer that arrives but is dropped unread to `unread`
@@ -37,17 +52,30 @@ impl<A> Pending<A> {
         self
     }
 
-    /// Blocks this thread until the answer comes. On a worker of a
-    /// multi-thread tokio runtime the worker's other tasks move to another
-    /// thread meanwhile, since the answer may come from one of them (the
-    /// queue's I/O on that runtime).
+    /// Blocks this thread until the answer comes. Inside the runtime the
+    /// queue's I/O runs on, the worker's other tasks move to another thread
+    /// meanwhile (`block_in_place`), since the answer comes from one of
+    /// them. Anywhere else (an I/O thread of its own answers) it just
+    /// blocks: `block_in_place` would panic inside a `LocalSet`.
     pub(super) fn wait(self) -> Result<A, QueueError> {
-        let multi_thread = tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        if multi_thread {
-            tokio::task::block_in_place(|| block_on(self))
-        } else {
-            block_on(self)
+        let on_io_runtime = tokio::runtime::Handle::try_current()
+            .is_ok_and(|here| Some(here.id()) == self.io_runtime);
+        if !on_io_runtime {
+            return block_on(self);
+        }
+        // A `LocalSet` on that runtime refuses `block_in_place` (it panics
+        // before running anything): a `LocalSet` never runs on a worker,
+        // so blocking there keeps the I/O free.
+        let mut me = Some(self);
+        match catch_unwind(AssertUnwindSafe(|| {
+            tokio::task::block_in_place(|| me.take().map(block_on))
+        })) {
+            Ok(Some(answer)) => answer,
+            Ok(None) => unreachable!("the wait ran without its answer"),
+            Err(panic) => match me.take() {
+                Some(me) => block_on(me),
+                None => resume_unwind(panic),
+            },
         }
     }
 }

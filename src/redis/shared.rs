@@ -77,7 +77,8 @@ impl Shared {
             thread,
             on_runtime,
         };
-        Ok((Arc::new(shared), Pending::new(ready_rx)))
+        let ready = shared.pending(ready_rx);
+        Ok((Arc::new(shared), ready))
     }
 
     /// Hands `request` to the I/O; `false` if the I/O has stopped.
@@ -91,7 +92,14 @@ impl Shared {
     pub(super) fn call<A>(&self, request: impl FnOnce(Reply<A>) -> Request) -> Pending<A> {
         let (tx, rx) = oneshot::channel();
         self.send(request(tx));
-        Pending::new(rx)
+        self.pending(rx)
+    }
+
+    /// The answer to come on `rx`, knowing where the I/O that sends it
+    /// runs (a blocking wait on that runtime's worker must hand the
+    /// worker's tasks on).
+    pub(super) fn pending<A>(&self, rx: oneshot::Receiver<Result<A, QueueError>>) -> Pending<A> {
+        Pending::new(rx).io_on(self.on_runtime.as_ref().map(|(id, _)| *id))
     }
 
     /// Runs one call of a lane's kind and answers it. From a task of the

@@ -199,3 +199,46 @@ fn reschedule_to_a_wall_clock_time_moves_a_waiting_job_only() {
         assert_eq!(consumer.ack(&jobs[0]).await.unwrap(), Acked::Acked);
     });
 }
+
+/// Today's bug: a blocking call inside a tokio `LocalSet` on a
+/// multi-thread runtime panicked ("can call blocking only when running on
+/// the multi-threaded runtime"), whether the queue's I/O ran on a thread
+/// of its own or on that runtime.
+#[test]
+fn a_blocking_call_inside_a_local_set_answers() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let own_thread = Queue::connect(&server.url(), "orders").unwrap();
+    let on_runtime = runtime
+        .block_on(
+            Queue::builder(&server.url(), "orders")
+                .runtime(runtime.handle().clone())
+                .connect_async(),
+        )
+        .unwrap()
+        .to_blocking();
+    for (name, queue) in [("own thread", own_thread), ("runtime", on_runtime)] {
+        let local = tokio::task::LocalSet::new();
+        let id = format!("local {name}");
+        let answer = runtime.block_on(
+            local.run_until(async { queue.schedule_in(&id, Duration::from_secs(60), b"") }),
+        );
+        assert!(
+            matches!(answer, Ok(Scheduled::Created { .. })),
+            "{name}: {answer:?}"
+        );
+        let spawned = runtime.block_on(local.run_until(async {
+            let queue = queue.clone();
+            tokio::task::spawn_local(async move { queue.cancel(&format!("local {name}")) })
+                .await
+                .unwrap()
+        }));
+        assert_eq!(spawned.unwrap(), Cancelled::Cancelled(Vec::new()), "{name}");
+    }
+}
