@@ -103,7 +103,7 @@
 //! | `tickwheel_queue_cancelled_total` | counter | cancels that won |
 //! | `tickwheel_queue_rescheduled_total` | counter | reschedules that moved a job |
 //! | `tickwheel_queue_delivered_total` | counter | deliveries (claims), redeliveries included |
-//! | `tickwheel_queue_redelivered_total` | counter | redeliveries, after a lease ran out |
+//! | `tickwheel_queue_redelivered_total` | counter | deliveries after a job's first attempt (its lease ran out, or it was nacked) |
 //! | `tickwheel_queue_acked_total` | counter | acks (a repeated ack of one delivery once) |
 //! | `tickwheel_queue_retried_total` | counter | nacks that will retry |
 //! | `tickwheel_queue_dead_lettered_total` | counter | jobs dead-lettered by this process's claims and nacks |
@@ -241,7 +241,7 @@ mod registry {
         #[cfg_attr(not(feature = "redis"), allow(dead_code))]
         QUEUE_DELIVERED: Counter, Count, "tickwheel_queue_delivered_total", "Deliveries, redeliveries included.";
         #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-        QUEUE_REDELIVERED: Counter, Count, "tickwheel_queue_redelivered_total", "Redeliveries, after a lease ran out.";
+        QUEUE_REDELIVERED: Counter, Count, "tickwheel_queue_redelivered_total", "Deliveries after a job's first attempt (a lease ran out, or a nack).";
         #[cfg_attr(not(feature = "redis"), allow(dead_code))]
         QUEUE_ACKED: Counter, Count, "tickwheel_queue_acked_total", "Acks.";
         #[cfg_attr(not(feature = "redis"), allow(dead_code))]

@@ -14,7 +14,7 @@ use std::sync::{Mutex, Once};
 use std::time::SystemTime;
 
 use tickwheel::persist::{DurableTimer, SyncPolicy};
-use tickwheel::redis::{Acked, Queue};
+use tickwheel::redis::{Acked, Nacked, Queue};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
@@ -192,6 +192,42 @@ fn queue_events_name_their_queue() {
         .is_err());
     assert!(!events_with(&["WARN", "retrying", "traced"]).is_empty());
     assert!(!events_with(&["ERROR", "unreachable", "traced"]).is_empty());
+}
+
+/// Today's bug: a nack that dead-lettered its job, and a nack or extend
+/// that found its lease lost, said nothing.
+#[test]
+fn nack_and_extend_events_name_their_queue() {
+    catch();
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = Queue::builder(&server.url(), "nacked")
+        .max_attempts(1)
+        .connect()
+        .unwrap();
+    queue.schedule_in("n1", Duration::ZERO, b"").unwrap();
+    let consumer = queue.consumer().unwrap();
+    let job = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    assert_eq!(
+        consumer.nack(&job, Duration::ZERO).unwrap(),
+        Nacked::DeadLettered
+    );
+    let dead = events_with(&["WARN", "nacked job dead-lettered", "nacked", "id=n1"]);
+    assert_eq!(dead.len(), 1, "{:?}", EVENTS.lock().unwrap());
+    assert_eq!(
+        consumer.nack(&job, Duration::ZERO).unwrap(),
+        Nacked::LeaseLost
+    );
+    assert!(!consumer.extend(&job, Duration::from_secs(1)).unwrap());
+    assert_eq!(
+        events_with(&["WARN", "a nack found its lease lost", "nacked"]).len(),
+        1
+    );
+    assert_eq!(
+        events_with(&["WARN", "an extend found its lease lost", "nacked"]).len(),
+        1
+    );
 }
 
 /// A queue of two partitions whose server stops answering (SIGSTOP) for

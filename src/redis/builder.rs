@@ -377,17 +377,17 @@ impl QueueBuilder {
     ///
     /// For a tokio service: a call made from that runtime's tasks and its
     /// answer then cross no thread, which saves two wake-ups of a parked
-    /// thread per call (20–50 µs a call one at a time on a 2-core VM, and
-    /// the CPU they cost), and a schedule, cancel or ack with nothing
-    /// waiting ahead of it sends its own script call, costing the client
-    /// what a plain redis-rs call does. Same connection count. A call from
-    /// outside the runtime's tasks (its `block_on`, another thread) gains
-    /// less or nothing. The queue lives as long as the runtime: once it shuts down,
-    /// every call answers [`QueueError::Unavailable`]. Dropping the last
-    /// handle does not wait for calls in flight; they finish on the
-    /// runtime. Blocking calls from its workers are allowed: the worker's
-    /// other tasks (the I/O among them) move to another thread while the
-    /// call waits (`block_in_place`).
+    /// thread per call (20–50 µs a call on a 2-core VM), and a schedule,
+    /// cancel or ack with nothing waiting ahead of it sends its own script
+    /// call, costing the client what a plain redis-rs call does. Same
+    /// connection count. A call from outside the runtime's tasks (its
+    /// `block_on`, another thread) gains less or nothing. The queue lives
+    /// as long as the runtime: once it shuts down, every call answers
+    /// [`QueueError::Unavailable`]. A call whose future is dropped finishes
+    /// on the runtime. A blocking call from a worker moves the worker's
+    /// other tasks (the I/O among them) to a blocking thread while it waits
+    /// (`block_in_place`): more at once than `max_blocking_threads` stall
+    /// the runtime, so use the async calls there.
     ///
     /// [`connect`](Self::connect) refuses a current-thread runtime with
     /// [`QueueError::Config`]: a blocking call on its only thread would

@@ -329,7 +329,8 @@ pub struct Metrics {
     /// and hands it to this process in one step, so this also counts
     /// promotions.
     pub delivered: u64,
-    /// Redeliveries, after a lease ran out.
+    /// Deliveries after a job's first attempt: its lease ran out, or it
+    /// was nacked (a requeue starts again at the first attempt).
     pub redelivered: u64,
     /// Acks (a repeated ack of one delivery counts once).
     pub acked: u64,

@@ -23,6 +23,7 @@ use super::shared::Shared;
 use super::{
     QueueError, MAX_DUE_MICROS, MAX_ID, MAX_LEASE, MAX_PAGE, MAX_PAYLOAD, MAX_RETRY_DELAY,
 };
+use crate::event::event;
 
 pub(super) use super::batched::{
     ack, ack_all, ack_async, cancel, cancel_async, schedule, schedule_async, schedule_many,
@@ -263,10 +264,21 @@ pub(super) fn nack(
                 }
                 Some(2) => {
                     bump(&c.dead_lettered, 1);
+                    event!(
+                        warn,
+                        "a nacked job dead-lettered (out of attempts)",
+                        queue = io.ctx.identity,
+                        id = id
+                    );
                     Nacked::DeadLettered
                 }
                 _ => {
                     bump(&c.lease_lost, 1);
+                    event!(
+                        warn,
+                        "a nack found its lease lost (the job went to another delivery)",
+                        queue = io.ctx.identity
+                    );
                     Nacked::LeaseLost
                 }
             }
@@ -295,6 +307,11 @@ pub(super) fn extend(
             } else {
                 c.held.settle(&id, fence);
                 bump(&c.lease_lost, 1);
+                event!(
+                    warn,
+                    "an extend found its lease lost (the job went to another delivery)",
+                    queue = io.ctx.identity
+                );
             }
             kept
         });
