@@ -39,7 +39,10 @@ use crate::Tick;
 /// nobody can read any more: set the hook or call `shutdown` if they
 /// matter). Dropping also drops the executor, and a [`ThreadPool`] then
 /// finishes the tasks it was handed and joins its workers, so the drop
-/// waits for tasks still running; `shutdown` does not wait for them.
+/// waits for tasks still running; `shutdown` does not wait for them. A
+/// clone held by a pending task (one that reschedules itself, say) is a
+/// clone like any other: the driver runs until that task has run too, or
+/// until `shutdown`.
 ///
 /// ```
 /// use std::time::Duration;
@@ -238,6 +241,12 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// "Due" is judged as always: by the tick that has fully passed. A timer
     /// whose deadline (rounded up to the tick) lies in the current tick is
     /// not due yet and comes back in the returned list, not fired.
+    ///
+    /// Called from a task the driver runs inline ([`Inline`](super::Inline)
+    /// or a closure executor), it cannot fire anything before it returns:
+    /// the driver is busy running that very task. The timers handed over
+    /// with the task still run, after the call returns, and every timer
+    /// still in the wheels comes back, due or not, as with `shutdown`.
     ///
     /// ```
     /// # use std::time::{Duration, Instant};
