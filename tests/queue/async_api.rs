@@ -8,6 +8,7 @@ use core::time::Duration;
 
 use tickwheel::redis::{Acked, AsyncQueue, Cancelled, Queue, Scheduled};
 
+use crate::async_runtime::multi_thread;
 use crate::redis_server;
 use redis_server::RedisServer;
 
@@ -209,11 +210,7 @@ fn a_blocking_call_inside_a_local_set_answers() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = multi_thread(2);
     let own_thread = Queue::connect(&server.url(), "orders").unwrap();
     let on_runtime = runtime
         .block_on(

@@ -9,6 +9,7 @@ use core::time::Duration;
 
 use tickwheel::redis::Scheduled;
 
+use crate::async_runtime::multi_thread;
 use crate::queues::builder;
 use crate::redis_server::RedisServer;
 
@@ -107,11 +108,7 @@ fn a_call_aborted_while_it_retries_on_the_queues_runtime_is_still_made() {
     let Some(mut server) = RedisServer::start_or_skip() else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = multi_thread(2);
     let queue = runtime
         .block_on(
             builder(&server)

@@ -154,7 +154,7 @@ fn a_runtime_without_drivers_fails_the_connect() {
 }
 
 /// A multi-thread runtime of `workers` workers.
-fn multi_thread(workers: usize) -> tokio::runtime::Runtime {
+pub(crate) fn multi_thread(workers: usize) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_all()
