@@ -400,7 +400,12 @@ fn a_fleet_of_processes_loses_nothing_through_migration_and_kills() {
         .collect();
     assert!(
         unexplained.is_empty(),
-        "delivered again with no kill to explain it: {unexplained:?}"
+        "delivered again with no kill to explain it: {:?} (consumer killed at {killed_consumer_at}, \
+         master died at {master_died_at}, replica promoted at {promoted_at})",
+        unexplained
+            .iter()
+            .map(|id| (id, &tally.got[*id], tally.acked.get(*id)))
+            .collect::<Vec<_>>()
     );
     let queue = fleet_queue(&seeds).connect().unwrap();
     assert_eq!(queue.len().unwrap(), (0, 0), "every job ended");
