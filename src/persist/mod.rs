@@ -15,7 +15,7 @@
 //!
 //! - late by at most the policy's **threshold** (60 s by default, Quartz's
 //!   `misfireThreshold`): scheduled as it was, so it fires at once (a
-//!   fixed-rate job more than `max_catch_up` runs behind is reported as
+//!   `Burst` job more than `max_catch_up` runs behind is reported as
 //!   missed, since runs are left out);
 //! - later than that, **missed**: a one-shot job follows
 //!   [`OnMissed`] (fire now, spread over a window, discard, dead-letter, or

@@ -26,8 +26,9 @@ use crate::timer::TimerHandle;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Outcome {
-    /// Not missed (due later, or late within the threshold with every
-    /// overdue run made up): scheduled at its due time.
+    /// Not missed (due later, or late within the threshold with the
+    /// overdue runs its `MissedTicks` makes up: all of them for `Burst`):
+    /// scheduled at its due time.
     Scheduled(TimerHandle),
     /// A missed one-shot, scheduled to fire at once.
     FiredNow(TimerHandle),
@@ -40,8 +41,9 @@ pub enum Outcome {
     /// A missed one-shot, handed back in [`RestoreReport::dead_letters`].
     DeadLettered,
     /// A fixed-rate job that missed `missed` runs: beyond the threshold,
-    /// or more than [`max_catch_up`](super::MisfirePolicy::max_catch_up)
-    /// runs behind even within it. Its `MissedTicks` decides, and at most
+    /// or (`MissedTicks::Burst`) more than
+    /// [`max_catch_up`](super::MisfirePolicy::max_catch_up) runs behind
+    /// even within it. Its `MissedTicks` decides, and at most
     /// `made_up` of them run at once; the others are skipped.
     CaughtUp {
         /// The restored timer.

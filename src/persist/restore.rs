@@ -197,9 +197,11 @@ where
         // the runs not made up. Never before `due` nor after now.
         let n = overdue - made_up;
         let first = on_grid(job.due, period, n).unwrap_or(epoch.wall);
-        // Missed: later than the threshold, or runs left out by the cap
-        // (never silently, however late).
-        let is_missed = late.is_some_and(|late| late > policy.threshold) || made_up < overdue;
+        // Missed: later than the threshold, or `Burst` runs left out by
+        // the cap (never silently, however late). `Skip` and `Delay` make
+        // up one run by their own rule, as the live timer would.
+        let capped = repeat.missed == MissedTicks::Burst && made_up < overdue;
+        let is_missed = late.is_some_and(|late| late > policy.threshold) || capped;
         let value = job.value.clone();
         let make = move || value.clone();
         match self.schedule_repeating_at(

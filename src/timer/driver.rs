@@ -41,18 +41,17 @@
 //! timer or moves time, sleeping until it always makes progress.
 
 use alloc::vec::Vec;
-use core::panic::AssertUnwindSafe;
-use std::panic::catch_unwind;
 use std::time::Instant;
 
-use super::executor::{Executor, Rejected, Why};
-use super::job::{Job, Make};
+use super::executor::Executor;
+use super::hand_off::{deliver, keep_back, stopping, Fire, TakenRun, Work};
+use super::job::Job;
 use super::latency::WakeLatency;
 use super::priority::{self, Ranks};
 use super::shard::{Shard, ShardCell, Shared, FINISHING, RUNNING, STOPPING};
 use super::slack::{BySlack, Class};
 use super::sync::{thread, Ordering};
-use super::{Expired, TimerHandle};
+use super::TimerHandle;
 use crate::metrics::metric;
 use crate::Tick;
 
@@ -64,26 +63,6 @@ const BATCH: usize = 256;
 /// of which the driver checks whether a timer with less slack has come
 /// due: at about 0.1–0.2 µs a hand-off, 25–50 µs.
 const LOOSE_ROUND: usize = 256;
-
-/// A due timer taken out of its wheel, waiting (outside the lock) to be
-/// handed over.
-struct Fire<T> {
-    handle: TimerHandle,
-    deadline: Tick,
-    /// The timer's slack, in ticks.
-    slack: u64,
-    /// Its priority among timers due at the same tick (`priority.rs`).
-    priority: u8,
-    work: Work<T>,
-}
-
-enum Work<T> {
-    Value(T),
-    Make(Make<T>),
-    /// A sleep's task to wake (`futures/sleep.rs`).
-    #[cfg(feature = "async")]
-    Wake(core::task::Waker),
-}
 
 pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
     precise_sleeps();
@@ -239,34 +218,6 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
         }
     }
     next
-}
-
-/// A stop has come: the driver hands nothing more over.
-#[inline]
-fn stopping<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) -> bool {
-    shared.state.load(Ordering::Relaxed) == STOPPING
-}
-
-/// Keeps a timer taken for hand-off for the stop's drain (`in_hand.rs`):
-/// a one-shot's value. A sleep was due: it fires (its task is woken, no
-/// user code runs here). A repeating timer's run is not made: the timer is
-/// still in its wheel, and the drain returns it.
-fn keep_back<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, fire: Fire<T>) {
-    match fire.work {
-        Work::Value(value) => shared.in_hand.keep(super::job::Unfired {
-            deadline: shared.time.instant_of(fire.deadline),
-            every: None,
-            value,
-        }),
-        Work::Make(_) => {}
-        #[cfg(feature = "async")]
-        Work::Wake(waker) => {
-            record_fire(shared, fire.deadline, fire.slack);
-            if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
-                shared.counters.panicked();
-            }
-        }
-    }
 }
 
 /// What a class's part of a pass works with.
@@ -435,11 +386,15 @@ fn collect<T>(
         };
         let (priority, work) = match wheel.get_mut(key) {
             Some(Job::Repeat(repeat)) => {
+                let taken = TakenRun {
+                    owed: repeat.cadence.owed().is_some(),
+                    epoch: repeat.epoch,
+                };
                 let next = repeat.cadence.fire(deadline, now, now_up, slack);
                 let make = alloc::sync::Arc::clone(&repeat.make);
                 wheel.reset(key, next);
                 let priority = ranks.as_ref().map_or(0, |r| r.get(class, key));
-                (priority, Work::Make(make))
+                (priority, Work::Make(make, taken))
             }
             Some(Job::Once(_)) => match wheel.cancel(key) {
                 Some(Job::Once(value)) => {
@@ -463,98 +418,4 @@ fn collect<T>(
             work,
         });
     }
-}
-
-/// Counts a run fired with its lateness; returns its deadline.
-fn record_fire<T: Send + 'static, E: Executor<T>>(
-    shared: &Shared<T, E>,
-    deadline: Tick,
-    slack: Tick,
-) -> std::time::Instant {
-    let deadline = shared.time.instant_of(deadline);
-    match shared.time.now().checked_duration_since(deadline) {
-        Some(late) => shared
-            .counters
-            .lateness(late, shared.time.duration_of(slack)),
-        None => shared.counters.early(),
-    }
-    shared.counters.fired();
-    deadline
-}
-
-/// Hands a batch to the executor, outside every lock.
-fn deliver<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, batch: &mut Vec<Fire<T>>) {
-    if batch.is_empty() {
-        return;
-    }
-    // Out of the wheels, the one-shots no longer count against
-    // `max_pending`: a task may schedule its successor at the limit.
-    let one_shots = batch
-        .iter()
-        .filter(|fire| matches!(fire.work, Work::Value(_)))
-        .count();
-    shared.release_reservation(one_shots);
-    let mut fires = batch.drain(..);
-    while let Some(fire) = fires.next() {
-        // `shutdown` stops the driver between two hand-offs.
-        if stopping(shared) {
-            keep_back(shared, fire);
-            fires.for_each(|fire| keep_back(shared, fire));
-            return;
-        }
-        let value = match fire.work {
-            Work::Value(value) => value,
-            // Cancelled since it was taken: the cancel answered with a
-            // value, so this run never starts.
-            Work::Make(_) if !still_filed(shared, fire.handle) => continue,
-            Work::Make(make) => match catch_unwind(AssertUnwindSafe(|| make(Some(fire.handle)))) {
-                Ok(value) => value,
-                Err(_) => {
-                    shared.counters.panicked();
-                    continue;
-                }
-            },
-            #[cfg(feature = "async")]
-            Work::Wake(waker) => {
-                record_fire(shared, fire.deadline, fire.slack);
-                // Wakes the task: runtime code, outside every lock; a
-                // panicking waker is the runtime's bug, counted like ours.
-                if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
-                    shared.counters.panicked();
-                }
-                continue;
-            }
-        };
-        let deadline = record_fire(shared, fire.deadline, fire.slack);
-        let fired = Expired {
-            key: fire.handle,
-            deadline,
-            value,
-        };
-        match catch_unwind(AssertUnwindSafe(|| shared.executor.execute(fired))) {
-            Ok(Ok(())) => {}
-            Ok(Err(Rejected(fired))) => {
-                shared.counters.rejected();
-                shared.undelivered(fired, Why::Rejected);
-            }
-            Err(_) => {
-                shared.counters.panicked();
-            }
-        }
-    }
-}
-
-/// Whether a repeating timer whose run the driver took is still filed:
-/// the point where its run begins to be handed over. A cancel before it
-/// answers with a value and the run never starts; one after it stops the
-/// runs after this one.
-fn still_filed<T: Send + 'static, E: Executor<T>>(
-    shared: &Shared<T, E>,
-    handle: TimerHandle,
-) -> bool {
-    shared.lock(handle).is_some_and(|(_, mut wheels)| {
-        wheels
-            .get_mut(handle.class)
-            .is_some_and(|wheel| wheel.get_mut(handle.key).is_some())
-    })
 }

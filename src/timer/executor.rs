@@ -375,8 +375,9 @@ pub enum Why {
     /// The timer's last handle was dropped while it was pending (call
     /// [`Timer::shutdown`](super::Timer::shutdown) to get pending values back instead).
     Dropped,
-    /// Due and about to be handed over when a task the driver ran inline
-    /// stopped the timer: the stop had already returned what it held, and
-    /// nothing runs after a stop returns.
+    /// Due and about to be handed over when a task or value factory the
+    /// driver ran inline stopped the timer (`shutdown`, or dropping its
+    /// last handle): the stop had already returned what it held, and
+    /// nothing is handed over after such a stop returns.
     Stopped,
 }

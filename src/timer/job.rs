@@ -89,6 +89,9 @@ pub(super) type Make<T> = StdArc<dyn Fn(Option<TimerHandle>) -> T + Send + Sync>
 pub(super) struct Repeat<T> {
     pub(super) make: Make<T>,
     pub(super) cadence: Cadence,
+    /// Moves on with every reset: a run the driver took before it must
+    /// not start after it (`hand_off.rs`).
+    pub(super) epoch: u32,
 }
 
 /// Where a fixed-delay timer waits while its run is in progress: never due.
@@ -216,6 +219,53 @@ impl Cadence {
                 None
             }
             Cadence::Delay { .. } => Some(deadline),
+        }
+    }
+
+    /// A run taken at `deadline` (one of the runs owed at once: `owed`)
+    /// was not handed over, since a stop came: the cadence goes back to
+    /// before it, so a copy of the timer dates it from that run. Where the
+    /// entry goes, if it moves.
+    pub(super) fn give_back(&mut self, deadline: Tick, owed: bool) -> Option<Tick> {
+        match self {
+            Cadence::Rate { owed: left, .. } if owed => {
+                *left = left.saturating_add(1);
+                None
+            }
+            Cadence::Rate {
+                base, runs, period, ..
+            } => {
+                // The earliest run given back restarts the grid there,
+                // which is on the grid (or, for `Delay`, where it was).
+                if deadline < base.saturating_add(runs.saturating_mul(*period)) {
+                    *base = deadline;
+                    *runs = 0;
+                }
+                Some(*base)
+            }
+            Cadence::Delay { run, .. } => {
+                *run = DelayRun::Waiting;
+                Some(deadline)
+            }
+        }
+    }
+
+    /// A run taken before a reset is skipped: a fixed-delay timer parked
+    /// for it is filed again where the reset asked. Where the entry goes,
+    /// if it moves (a fixed-rate timer's reset filed it already).
+    pub(super) fn skip_run(&mut self) -> Option<Tick> {
+        match self {
+            Cadence::Delay {
+                delay_ticks,
+                run: run @ DelayRun::Running { .. },
+            } => {
+                let DelayRun::Running { fired, reset_to } = *run else {
+                    return None;
+                };
+                *run = DelayRun::Waiting;
+                Some(reset_to.unwrap_or(fired.saturating_add(*delay_ticks)))
+            }
+            _ => None,
         }
     }
 

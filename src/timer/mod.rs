@@ -64,6 +64,7 @@ mod expired;
 mod export;
 #[cfg(feature = "async")]
 mod futures;
+mod hand_off;
 mod handle;
 mod in_hand;
 mod inspect;

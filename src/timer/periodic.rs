@@ -171,6 +171,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
                 missed,
                 owed,
             },
+            epoch: 0,
         }));
         self.owner
             .shared
@@ -289,6 +290,7 @@ impl<E: Executor<Task>> Timer<Task, E> {
                 delay_ticks: shared.time.ticks_in(delay),
                 run: DelayRun::Waiting,
             },
+            epoch: 0,
         }));
         shared
             .insert(first, self.class, self.priority, job)

@@ -25,9 +25,10 @@ use super::Expired;
 ///
 /// The workers start with the first task handed to the pool, not when the
 /// timer is built: a timer used only for futures (sleeps, timeouts) or
-/// with another executor per handle runs no idle workers. If they cannot
-/// be spawned then, the task is refused and handed to the timer's
-/// `on_undelivered` hook, like any refused task.
+/// with another executor per handle runs no idle workers. If none can be
+/// spawned then, the task is refused and handed to the timer's
+/// `on_undelivered` hook, like any refused task; if only some can, those
+/// run the tasks, and later tasks try to start the rest.
 ///
 /// ```
 /// use std::time::Duration;
@@ -165,11 +166,12 @@ impl Executor<Task> for ThreadPool {
             return Err(Rejected(fired));
         };
         // The first task starts the workers (a later one, those a failed
-        // spawn left out).
+        // spawn left out). Short of some, the ones running take the task;
+        // with none, it is refused.
         if self.workers.lock().len() < self.threads {
             let receiver = self.receiver.lock();
             if let Some(rx) = receiver.as_ref() {
-                if self.spawn(rx).is_err() {
+                if self.spawn(rx).is_err() && self.workers.lock().is_empty() {
                     return Err(Rejected(fired));
                 }
             }

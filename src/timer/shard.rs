@@ -369,7 +369,11 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         };
         let moved_to = match wheel.get_mut(handle.key) {
             None => return false,
-            Some(Job::Repeat(repeat)) => repeat.cadence.reset(deadline),
+            Some(Job::Repeat(repeat)) => {
+                // Runs the driver took before the reset must not start.
+                repeat.epoch = repeat.epoch.wrapping_add(1);
+                repeat.cadence.reset(deadline)
+            }
             Some(_) => Some(deadline),
         };
         if let Some(deadline) = moved_to {
@@ -428,52 +432,6 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                 .filter_map(|(deadline, job)| self.unfired(deadline, job)),
         );
         unfired
-    }
-
-    /// A job out of its wheel as `Unfired`, making a repeating job's value
-    /// (outside every lock).
-    pub(super) fn unfired(&self, deadline: Tick, job: Job<T>) -> Option<Unfired<T>> {
-        let (deadline, every, value) = match job {
-            // A sleep whose timer stops completes at once (`futures/sleep.rs`).
-            #[cfg(feature = "async")]
-            Job::Wake(waker) => {
-                waker.wake();
-                return None;
-            }
-            Job::Once(value) => (self.time.instant_of(deadline), None, value),
-            Job::Repeat(repeat) => {
-                // Runs owed at once are due from the first of them (its
-                // entry waits at "now"): a snapshot keeps them, and the grid.
-                let owed_from = repeat.cadence.owed().and_then(|(next, owed, period)| {
-                    let behind =
-                        (self.time.duration_of(period).as_nanos()).checked_mul(u128::from(owed))?;
-                    let behind = core::time::Duration::new(
-                        u64::try_from(behind / 1_000_000_000).ok()?,
-                        (behind % 1_000_000_000) as u32,
-                    );
-                    self.time.instant_of(next).checked_sub(behind)
-                });
-                let deadline = owed_from
-                    .unwrap_or_else(|| self.time.instant_of(repeat.cadence.next_run(deadline)));
-                let every = repeat
-                    .cadence
-                    .rate()
-                    .map(|(ticks, missed)| (self.time.duration_of(ticks), missed));
-                match catch_unwind(AssertUnwindSafe(|| (repeat.make)(None))) {
-                    Ok(value) => (deadline, every, value),
-                    Err(_) => {
-                        self.counters.panicked();
-                        self.counters.dropped();
-                        return None;
-                    }
-                }
-            }
-        };
-        Some(Unfired {
-            deadline,
-            every,
-            value,
-        })
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use tickwheel::timer::{
-    BuildError, Executor, Expired, Inline, ManualClock, Rejected, ThreadPool, Undelivered,
+    BuildError, Clock, Executor, Expired, Inline, ManualClock, Rejected, ThreadPool, Undelivered,
 };
 use tickwheel::Timer;
 
@@ -235,4 +235,114 @@ fn a_cancelled_repeating_timer_starts_no_run_after_the_cancel() {
     advance(&clock, &timer, 3 * period);
     assert_eq!(*ran.lock().unwrap(), [0]);
     assert_eq!(timer.pending(), 0);
+}
+
+/// A timer on a manual clock whose closure executor records each run's
+/// value and holds the first run until `release` is called, so that the
+/// driver has taken a backlog and not handed it over.
+struct Held {
+    clock: ManualClock,
+    timer: Timer<u32, Box<dyn Fn(Expired<u32>) + Send + Sync>>,
+    ran: Arc<Mutex<Vec<u32>>>,
+    gate: crossbeam_channel::Sender<()>,
+}
+
+fn held() -> Held {
+    let clock = ManualClock::new();
+    let (gate, gate_rx) = crossbeam_channel::bounded::<()>(0);
+    let first = Mutex::new(Some(gate_rx));
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&ran);
+    let executor: Box<dyn Fn(Expired<u32>) + Send + Sync> = Box::new(move |fired| {
+        log.lock().unwrap().push(fired.value);
+        if let Some(gate) = first.lock().unwrap().take() {
+            let _ = gate.recv();
+        }
+    });
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .shards(1)
+        .slack(Duration::ZERO)
+        .executor(executor)
+        .build()
+        .unwrap();
+    Held {
+        clock,
+        timer,
+        ran,
+        gate,
+    }
+}
+
+impl Held {
+    /// A `Burst` job every 1 ms from 1 ms, its clock moved to 10.5 ms: the
+    /// driver takes runs 1 to 10 and holds in the first.
+    fn backlog(
+        &self,
+        make: impl Fn() -> u32 + Send + Sync + 'static,
+    ) -> tickwheel::timer::TimerHandle {
+        let handle = self
+            .timer
+            .schedule_repeating(MS, MS, tickwheel::timer::MissedTicks::Burst, make)
+            .unwrap();
+        self.clock.advance(10 * MS + MS / 2);
+        wait_for("the first run never started", || {
+            self.ran.lock().unwrap().len() == 1
+        });
+        handle
+    }
+}
+
+/// Today's bug: a shutdown while the driver handed over a repeating
+/// timer's backlog lost the runs it had taken: the timer came back at the
+/// grid point after all of them (11 ms), runs 2 to 10 in no count.
+#[test]
+fn a_shutdown_mid_backlog_returns_the_timer_from_its_first_run_not_handed_over() {
+    let held = held();
+    held.backlog(|| 7);
+    let timer = held.timer.clone();
+    let origin = held.clock.now() - 10 * MS - MS / 2;
+    let stop = std::thread::spawn(move || timer.shutdown());
+    std::thread::sleep(50 * MS); // the stop waits on the held run
+    held.gate.send(()).unwrap();
+    let left = stop.join().unwrap();
+    assert_eq!(left, [(origin + 2 * MS, 7)]);
+    assert_eq!(*held.ran.lock().unwrap(), [7]);
+}
+
+/// A reset while the driver holds a backlog: the runs it took before the
+/// reset never start (it answered `true`: the schedule restarts there).
+#[test]
+fn runs_taken_before_a_reset_never_start() {
+    let held = held();
+    let handle = held.backlog(|| 7);
+    assert!(held.timer.reset(handle, Duration::from_secs(3600)));
+    held.gate.send(()).unwrap();
+    advance(&held.clock, &held.timer, Duration::from_secs(1));
+    assert_eq!(*held.ran.lock().unwrap(), [7]);
+    assert_eq!(held.timer.pending(), 1);
+}
+
+/// A factory's captured state whose `Drop` panics, dropped on the driver
+/// when the runs it took were skipped by a cancel: counted, and the driver
+/// goes on.
+#[test]
+fn a_factory_dropped_on_the_driver_may_panic() {
+    let held = held();
+    let handle = held.backlog({
+        let bomb = Bomb(0);
+        move || {
+            let _ = &bomb;
+            7
+        }
+    });
+    assert_eq!(held.timer.cancel(handle), Some(7));
+    held.gate.send(()).unwrap();
+    held.timer.schedule(MS, 8).unwrap();
+    held.clock.advance(2 * MS);
+    wait_for("the driver died with the factory", || {
+        held.ran.lock().unwrap().len() == 2
+    });
+    assert_eq!(*held.ran.lock().unwrap(), [7, 8]);
+    assert_eq!(held.timer.stats().panicked, 1);
 }
