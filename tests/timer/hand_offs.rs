@@ -237,12 +237,15 @@ fn a_cancelled_repeating_timer_starts_no_run_after_the_cancel() {
     assert_eq!(timer.pending(), 0);
 }
 
+/// A closure executor, boxed so that its timer's type can be named.
+type Recorder = Box<dyn Fn(Expired<u32>) + Send + Sync>;
+
 /// A timer on a manual clock whose closure executor records each run's
 /// value and holds the first run until `release` is called, so that the
 /// driver has taken a backlog and not handed it over.
 struct Held {
     clock: ManualClock,
-    timer: Timer<u32, Box<dyn Fn(Expired<u32>) + Send + Sync>>,
+    timer: Timer<u32, Recorder>,
     ran: Arc<Mutex<Vec<u32>>>,
     gate: crossbeam_channel::Sender<()>,
 }
@@ -253,7 +256,7 @@ fn held() -> Held {
     let first = Mutex::new(Some(gate_rx));
     let ran = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&ran);
-    let executor: Box<dyn Fn(Expired<u32>) + Send + Sync> = Box::new(move |fired| {
+    let executor: Recorder = Box::new(move |fired| {
         log.lock().unwrap().push(fired.value);
         if let Some(gate) = first.lock().unwrap().take() {
             let _ = gate.recv();
