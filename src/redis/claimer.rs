@@ -381,13 +381,18 @@ fn give_acks(waiting: &mut VecDeque<Fetch>, answers: Vec<Result<Acked, QueueErro
 /// `max`; jobs no fetch can take any more are handed back.
 async fn hand_out(io: &Io, waiting: &mut VecDeque<Fetch>, jobs: Vec<Delivery>) {
     let mut jobs = jobs.into_iter().peekable();
-    while jobs.peek().is_some() {
-        let Some(fetch) = waiting.pop_front() else {
-            break;
-        };
-        if fetch.reply.is_closed() {
+    let mut i = 0;
+    while jobs.peek().is_some() && i < waiting.len() {
+        // One that has gone is left for the loop (which keeps its unsent
+        // acks); one whose acks are not sent yet waits for the claim that
+        // carries them, since its answer must hold theirs.
+        if waiting[i].reply.is_closed() || waiting[i].unsent() {
+            i += 1;
             continue;
         }
+        let Some(fetch) = waiting.remove(i) else {
+            break;
+        };
         let mine: Vec<Delivery> = jobs.by_ref().take(fetch.max).collect();
         if let Err(mine) = fetch.answer(mine) {
             // It went between the check and the send: keep the jobs for

@@ -117,14 +117,23 @@ impl ClaimLoop {
             let _ = fetch.reply.send(Err(QueueError::io_stopped()));
         }
         // Jobs answered to a future dropped before it read them go back
-        // to the loop: to the next fetch, or released.
-        let back = self.tx.clone();
+        // to the loop: to the next fetch, or released; once the loop has
+        // closed, released through the queue's I/O.
+        let (back, shared) = (self.tx.clone(), Arc::clone(&self.shared));
         Ok(self
             .shared
             .pending(rx)
             .on_unread(move |(_, jobs): Fetched| {
-                if !jobs.is_empty() {
-                    let _ = back.send(ToClaimer::Return(jobs));
+                if jobs.is_empty() {
+                    return;
+                }
+                if let Err(mpsc::error::SendError(ToClaimer::Return(jobs))) =
+                    back.send(ToClaimer::Return(jobs))
+                {
+                    drop(shared.task(move |io, reply| async move {
+                        claimer::release(&io, &jobs).await;
+                        let _ = reply.send(Ok(()));
+                    }));
                 }
             }))
     }

@@ -276,8 +276,9 @@ pub(super) fn nack(
                     bump(&c.lease_lost, 1);
                     event!(
                         warn,
-                        "a nack found its lease lost (the job went to another delivery)",
-                        queue = io.ctx.identity
+                        "a nack found its lease lost (the delivery was acked or nacked, or the job went to another)",
+                        queue = io.ctx.identity,
+                        id = id
                     );
                     Nacked::LeaseLost
                 }
@@ -309,8 +310,9 @@ pub(super) fn extend(
                 bump(&c.lease_lost, 1);
                 event!(
                     warn,
-                    "an extend found its lease lost (the job went to another delivery)",
-                    queue = io.ctx.identity
+                    "an extend found its lease lost (the delivery was acked or nacked, or the job went to another)",
+                    queue = io.ctx.identity,
+                    id = id
                 );
             }
             kept

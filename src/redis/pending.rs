@@ -58,14 +58,19 @@ impl<A> Pending<A> {
     /// them. Anywhere else (an I/O thread of its own answers) it just
     /// blocks: `block_in_place` would panic inside a `LocalSet`.
     pub(super) fn wait(self) -> Result<A, QueueError> {
+        // Outside a task (a runtime's `block_on`, a `LocalSet`'s
+        // `run_until`) this is no worker: blocking keeps the I/O free.
         let on_io_runtime = tokio::runtime::Handle::try_current()
-            .is_ok_and(|here| Some(here.id()) == self.io_runtime);
+            .is_ok_and(|here| Some(here.id()) == self.io_runtime)
+            && tokio::task::try_id().is_some();
         if !on_io_runtime {
             return block_on(self);
         }
-        // A `LocalSet` on that runtime refuses `block_in_place` (it panics
-        // before running anything): a `LocalSet` never runs on a worker,
-        // so blocking there keeps the I/O free.
+        // A task of a `LocalSet` on that runtime is refused
+        // `block_in_place` (tokio panics before running anything): a
+        // `LocalSet` never runs on a worker, so blocking there keeps the
+        // I/O free. (Under `panic = "abort"` that refusal aborts: use the
+        // async calls in a `LocalSet`'s tasks.)
         let mut me = Some(self);
         match catch_unwind(AssertUnwindSafe(|| {
             tokio::task::block_in_place(|| me.take().map(block_on))
@@ -92,8 +97,11 @@ impl<A> Future for Pending<A> {
 
 impl<A> Drop for Pending<A> {
     fn drop(&mut self) {
-        // Read already (or never sent), `try_recv` finds nothing.
+        // Closed first, so that an answer is either here now or refused
+        // to its sender (which then keeps it): none lands unseen. Read
+        // already (or never sent), `try_recv` finds nothing.
         if let Some(unread) = self.unread.take() {
+            self.rx.close();
             if let Ok(Ok(answer)) = self.rx.try_recv() {
                 unread(answer);
             }
