@@ -132,7 +132,13 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                     .cadence
                     .rate()
                     .map(|(ticks, missed)| (self.time.duration_of(ticks), missed));
-                match catch_unwind(AssertUnwindSafe(|| (repeat.make)(None))) {
+                let made = catch_unwind(AssertUnwindSafe(|| (repeat.make)(None)));
+                // The factory and what it captured go here: their `Drop`
+                // is user code, and must not cost the other values.
+                if catch_unwind(AssertUnwindSafe(move || drop(repeat))).is_err() {
+                    self.counters.panicked();
+                }
+                match made {
                     Ok(value) => (deadline, every, value),
                     Err(_) => {
                         self.counters.panicked();

@@ -20,7 +20,7 @@ use std::panic::catch_unwind;
 
 use super::executor::{Executor, Rejected, Why};
 use super::job::{Job, Make, Unfired};
-use super::shard::{Shared, STOPPING};
+use super::shard::{Shared, FINISHING, STOPPING};
 use super::sync::Ordering;
 use super::{Expired, TimerHandle};
 use crate::Tick;
@@ -98,8 +98,11 @@ pub(super) fn deliver<T: Send + 'static, E: Executor<T>>(
                 // The factory may have stopped the timer (it runs here,
                 // on the driver): then nothing more is handed over.
                 if stopping(shared) {
-                    give_back(shared, fire.handle, fire.deadline, taken);
-                    drop_quietly(shared, value);
+                    if give_back(shared, fire.handle, fire.deadline, taken) {
+                        drop_quietly(shared, value);
+                    } else {
+                        keep_run(shared, fire.handle, fire.deadline, value);
+                    }
                     fires.for_each(|fire| keep_back(shared, fire));
                     return;
                 }
@@ -143,7 +146,16 @@ pub(super) fn keep_back<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>
             value,
         }),
         Work::Make(make, taken) => {
-            give_back(shared, fire.handle, fire.deadline, taken);
+            // The stop drained the timer first (it came from the driver's
+            // own thread): the run is kept on its own.
+            if !give_back(shared, fire.handle, fire.deadline, taken)
+                && shared.in_hand.drained(fire.handle)
+            {
+                match catch_unwind(AssertUnwindSafe(|| make(None))) {
+                    Ok(value) => keep_run(shared, fire.handle, fire.deadline, value),
+                    Err(_) => shared.counters.panicked(),
+                }
+            }
             drop_quietly(shared, make);
         }
         #[cfg(feature = "async")]
@@ -157,20 +169,23 @@ pub(super) fn keep_back<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>
 /// Whether a repeating timer's taken run may start: the timer is still
 /// filed, neither cancelled nor reset since (its epoch). A fixed-delay
 /// timer reset meanwhile was parked for this run: it is filed again at
-/// the reset's deadline.
+/// the reset's deadline. A timer a graceful stop from the driver's own
+/// thread drained has its taken runs go ahead, as its docs promise.
 fn run_goes_ahead<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
     handle: TimerHandle,
     taken: TakenRun,
 ) -> bool {
+    let drained =
+        || shared.state.load(Ordering::Relaxed) == FINISHING && shared.in_hand.drained(handle);
     let Some((_, mut wheels)) = shared.lock(handle) else {
         return false;
     };
     let Some(wheel) = wheels.get_mut(handle.class) else {
-        return false;
+        return drained();
     };
     let Some(Job::Repeat(repeat)) = wheel.get_mut(handle.key) else {
-        return false;
+        return drained();
     };
     if repeat.epoch == taken.epoch {
         return true;
@@ -185,25 +200,48 @@ fn run_goes_ahead<T: Send + 'static, E: Executor<T>>(
 
 /// Gives a repeating timer's run that was taken at `deadline` but not
 /// handed over back to its cadence, if the timer is still the one that
-/// was taken.
+/// was taken. `false` if the timer is gone; `true` if it is filed (a reset
+/// since has superseded the run: nothing to give back).
 fn give_back<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
     handle: TimerHandle,
     deadline: Tick,
     taken: TakenRun,
-) {
+) -> bool {
     let Some((_, mut wheels)) = shared.lock(handle) else {
-        return;
+        return false;
     };
     let Some(wheel) = wheels.get_mut(handle.class) else {
-        return;
+        return false;
     };
-    if let Some(Job::Repeat(repeat)) = wheel.get_mut(handle.key) {
-        if repeat.epoch == taken.epoch {
-            if let Some(at) = repeat.cadence.give_back(deadline, taken.owed) {
-                wheel.reset(handle.key, at);
-            }
+    let Some(Job::Repeat(repeat)) = wheel.get_mut(handle.key) else {
+        return false;
+    };
+    if repeat.epoch == taken.epoch {
+        if let Some(at) = repeat.cadence.give_back(deadline, taken.owed) {
+            wheel.reset(handle.key, at);
         }
+    }
+    true
+}
+
+/// A repeating timer's run whose timer a stop from the driver's thread
+/// drained before the run came back: kept on its own, for the hook.
+fn keep_run<T: Send + 'static, E: Executor<T>>(
+    shared: &Shared<T, E>,
+    handle: TimerHandle,
+    deadline: Tick,
+    value: T,
+) {
+    if shared.in_hand.drained(handle) {
+        shared.in_hand.keep(Unfired {
+            deadline: shared.time.instant_of(deadline),
+            every: None,
+            value,
+        });
+    } else {
+        // Cancelled before the stop: its cancel answered for it.
+        drop_quietly(shared, value);
     }
 }
 

@@ -140,11 +140,6 @@ impl<T> Wheels<T> {
     pub(super) fn iter(&self) -> impl Iterator<Item = &Shard<T>> {
         self.by_class.iter().flatten()
     }
-
-    /// Every class's wheel, to drain.
-    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Shard<T>> {
-        self.by_class.iter_mut().flatten()
-    }
 }
 
 /// A shard and its counters (written under its lock, read without it).
@@ -408,11 +403,20 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     /// counted in `Stats::panicked` and `dropped`.
     pub(super) fn drain_all(&self) -> Vec<Unfired<T>> {
         let mut jobs = Vec::new();
-        for cell in self.shards.iter() {
+        let mut repeating = Vec::new();
+        for (shard, cell) in self.shards.iter().enumerate() {
             let mut wheels = cell.lock.lock();
             #[cfg(feature = "async")]
             let dropped = wheels.flush_dropped();
-            for wheel in wheels.iter_mut() {
+            for (class, wheel) in wheels.by_class.iter_mut().enumerate() {
+                let Some(wheel) = wheel else { continue };
+                repeating.extend(wheel.iter().filter_map(|(key, _, job)| {
+                    matches!(job, Job::Repeat(_)).then_some(TimerHandle {
+                        key,
+                        shard: shard as u16,
+                        class: class as u16,
+                    })
+                }));
                 jobs.extend(wheel.drain());
             }
             wheels.forget_ranks();
@@ -426,7 +430,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                 .filter(|(_, job)| counts_against_max_pending(job))
                 .count(),
         );
-        let mut unfired = self.in_hand.drain();
+        let mut unfired = self.in_hand.drain(repeating);
         unfired.extend(
             jobs.into_iter()
                 .filter_map(|(deadline, job)| self.unfired(deadline, job)),

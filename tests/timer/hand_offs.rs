@@ -8,6 +8,7 @@ use core::time::Duration;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use tickwheel::timer::Why;
 use tickwheel::timer::{
     BuildError, Clock, Executor, Expired, Inline, ManualClock, Rejected, ThreadPool, Undelivered,
 };
@@ -348,4 +349,114 @@ fn a_factory_dropped_on_the_driver_may_panic() {
     });
     assert_eq!(*held.ran.lock().unwrap(), [7, 8]);
     assert_eq!(held.timer.stats().panicked, 1);
+}
+
+type Stop = Box<dyn Fn() -> usize + Send + Sync>;
+
+/// A timer on a manual clock whose executor records values and whose
+/// hook records what it is given; `stop` is called (once) by the executor
+/// on value 100 and by factories that ask for it.
+struct Stopping {
+    clock: ManualClock,
+    timer: Timer<u32, Recorder>,
+    ran: Arc<Mutex<Vec<u32>>>,
+    hooked: Arc<Mutex<Vec<(Why, u32)>>>,
+    stop: Arc<Mutex<Option<Stop>>>,
+}
+
+fn stopping() -> Stopping {
+    let clock = ManualClock::new();
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let hooked = Arc::new(Mutex::new(Vec::new()));
+    let stop: Arc<Mutex<Option<Stop>>> = Arc::default();
+    let (log, me) = (Arc::clone(&ran), Arc::clone(&stop));
+    let executor: Recorder = Box::new(move |fired| {
+        log.lock().unwrap().push(fired.value);
+        if fired.value == 100 {
+            let stop = me.lock().unwrap().take();
+            stop.map(|stop| stop());
+        }
+    });
+    let sink = Arc::clone(&hooked);
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .shards(1)
+        .slack(Duration::ZERO)
+        .executor(executor)
+        .on_undelivered(move |u: Undelivered<u32>| {
+            sink.lock().unwrap().push((u.why, u.fired.value))
+        })
+        .build()
+        .unwrap();
+    let inner = timer.clone();
+    *stop.lock().unwrap() = Some(Box::new(move || inner.shutdown().len()));
+    Stopping {
+        clock,
+        timer,
+        ran,
+        hooked,
+        stop,
+    }
+}
+
+/// Today's bug: a task the driver ran inline stopped the timer; the
+/// repeating runs left in that hand-off were neither handed over, nor
+/// given to the hook, nor covered by the returned timer's deadline.
+#[test]
+fn an_inline_stop_gives_the_repeating_runs_it_left_to_the_hook() {
+    let s = stopping();
+    s.timer.schedule(MS / 2, 100).unwrap();
+    s.timer
+        .schedule_repeating(MS, MS, tickwheel::timer::MissedTicks::Burst, || 7)
+        .unwrap();
+    s.clock.advance(3 * MS + MS / 2);
+    wait_for("the stop's hand-off never reached the hook", || {
+        s.hooked.lock().unwrap().len() == 3
+    });
+    assert_eq!(*s.ran.lock().unwrap(), [100]);
+    assert_eq!(*s.hooked.lock().unwrap(), [(Why::Stopped, 7); 3]);
+}
+
+/// Today's bug: a factory that stopped its timer lost its own run and the
+/// rest of the backlog; now every one of them reaches the hook.
+#[test]
+fn a_factory_that_stops_its_timer_gives_its_runs_to_the_hook() {
+    let s = stopping();
+    let stop = Arc::clone(&s.stop);
+    s.timer
+        .schedule_repeating(MS, MS, tickwheel::timer::MissedTicks::Burst, move || {
+            let once = stop.lock().unwrap().take();
+            once.map(|stop| stop());
+            7
+        })
+        .unwrap();
+    s.clock.advance(10 * MS + MS / 2);
+    wait_for("the runs never reached the hook", || {
+        s.hooked.lock().unwrap().len() == 10
+    });
+    assert!(s.ran.lock().unwrap().is_empty());
+    assert_eq!(*s.hooked.lock().unwrap(), [(Why::Stopped, 7); 10]);
+}
+
+/// Today's bug: at a stop, a factory whose captured state panics on drop
+/// unwound out of `shutdown`, which then returned nothing at all.
+#[test]
+fn a_factory_that_panics_when_dropped_at_a_stop_costs_no_other_value() {
+    let s = stopping();
+    let bomb = Bomb(0);
+    s.timer
+        .schedule_repeating(
+            Duration::from_secs(60),
+            MS,
+            tickwheel::timer::MissedTicks::Skip,
+            move || {
+                let _ = &bomb;
+                7
+            },
+        )
+        .unwrap();
+    s.timer.schedule(Duration::from_secs(61), 2).unwrap();
+    let stop = s.stop.lock().unwrap().take().unwrap();
+    assert_eq!(stop(), 2);
+    assert_eq!(s.timer.stats().panicked, 1);
 }
