@@ -315,7 +315,8 @@ pub(super) fn acked(items: &[Value], acks: &[AckJob], ctx: &Ctx) -> Vec<Acked> {
     }
     items
         .iter()
-        .map(|item| match int(item) {
+        .zip(acks)
+        .map(|(item, ack)| match int(item) {
             Some(1) => {
                 bump(&c.acked, 1);
                 ctx.job_ended();
@@ -327,8 +328,9 @@ pub(super) fn acked(items: &[Value], acks: &[AckJob], ctx: &Ctx) -> Vec<Acked> {
                 bump(&c.lease_lost, 1);
                 event!(
                     warn,
-                    "an ack found its lease lost (the job went to another delivery)",
-                    queue = ctx.identity
+                    "an ack found its lease lost (the delivery was nacked or dead-lettered, or the job went to another)",
+                    queue = ctx.identity,
+                    id = ack.id
                 );
                 Acked::LeaseLost
             }

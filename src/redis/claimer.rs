@@ -36,9 +36,10 @@
 //! A claim carries a request token: a retry after a lost reply gets the
 //! same jobs back, still held, without another attempt spent. Jobs that
 //! arrive for a fetch that has gone (its future dropped, its timeout
-//! passed), or that reached a future dropped before it read them, go to
-//! the next waiting fetch, or are handed back at once (`release.lua`), not
-//! counted as an attempt.
+//! passed) go to the next waiting fetch, or are handed back at once
+//! (`release.lua`), not counted as an attempt; those that reached a future
+//! dropped before it read them are handed back (their lease may have run
+//! out meanwhile: the release checks the fence).
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -262,7 +263,10 @@ pub(super) async fn run(
         tokio::select! {
             message = rx.recv() => match message {
                 Some(ToClaimer::Fetch(fetch)) => waiting.push_back(fetch),
-                Some(ToClaimer::Return(jobs)) => hand_out(&io, &mut waiting, jobs).await,
+                // Released, not handed on: their lease may have run out
+                // and the job gone to another consumer meanwhile, and
+                // `release.lua` checks the fence.
+                Some(ToClaimer::Return(jobs)) => release(&io, &jobs).await,
                 Some(ToClaimer::Close) | None => break,
             },
             () = &mut sleep, if wake.is_some() => {

@@ -76,6 +76,14 @@
 //! hints; each consumer adds one timer thread. So a queue with consumers
 //! holds two connections (cluster: one per node, plus one).
 //!
+//! Blocking calls work from any thread, inside a runtime too: they park
+//! the caller. A blocking call from a task of the queue's own runtime
+//! ([`QueueBuilder::runtime`]) hands that worker's other tasks on
+//! (`block_in_place`), which tokio refuses inside a `LocalSet`'s tasks:
+//! there the call still answers, but tokio's refusal is a caught panic
+//! (seen by the panic hook, and fatal under `panic = "abort"`), so use the
+//! async calls in such tasks.
+//!
 //! # Guarantees
 //!
 //! - **At least once.** A job whose `schedule` returned `Ok` is stored in

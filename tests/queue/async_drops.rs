@@ -260,3 +260,37 @@ fn fetches_dropped_at_random_moments_strand_no_job() {
     }
     assert_eq!(read + again, JOBS, "{read} read, {again} fetched again");
 }
+
+/// Today's bug: jobs a dropped fetch handed back went to the next waiting
+/// fetch even when their lease had run out and another consumer held the
+/// job: two holders at once, the stale one with an old fence. They are
+/// released now, which checks the fence.
+#[test]
+fn jobs_handed_back_after_their_lease_ran_out_go_to_no_one() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server)
+        .lease(Duration::from_secs(1))
+        .connect()
+        .unwrap();
+    queue.schedule_in("a", Duration::ZERO, b"").unwrap();
+    let consumer = queue.to_async().consumer().unwrap();
+    let waker = noop();
+    let mut cx = Context::from_waker(&waker);
+    let mut unread = Box::pin(consumer.fetch(1, Duration::from_secs(5)));
+    assert!(unread.as_mut().poll(&mut cx).is_pending());
+    std::thread::sleep(Duration::from_millis(1500)); // the lease runs out
+    let other = queue.consumer().unwrap();
+    let taken = other.fetch(1, Duration::from_secs(5)).unwrap();
+    assert_eq!((taken[0].id.as_str(), taken[0].attempt), ("a", 2));
+    let mut waiting = Box::pin(consumer.fetch(1, Duration::from_millis(500)));
+    assert!(waiting.as_mut().poll(&mut cx).is_pending());
+    drop(unread);
+    let got = pollster_block_on(waiting).unwrap();
+    assert!(got.is_empty(), "a stale delivery went out: {got:?}");
+    assert_eq!(
+        other.ack(&taken[0]).unwrap(),
+        tickwheel::redis::Acked::Acked
+    );
+}
