@@ -70,11 +70,13 @@ pub(super) fn deliver<T: Send + 'static, E: Executor<T>>(
     }
     // Out of the wheels, the one-shots no longer count against
     // `max_pending`: a task may schedule its successor at the limit.
-    let one_shots = batch
-        .iter()
-        .filter(|fire| matches!(fire.work, Work::Value(_)))
-        .count();
-    shared.release_reservation(one_shots);
+    if shared.max_pending.is_some() {
+        let one_shots = batch
+            .iter()
+            .filter(|fire| matches!(fire.work, Work::Value(_)))
+            .count();
+        shared.release_reservation(one_shots);
+    }
     let mut fires = batch.drain(..);
     while let Some(fire) = fires.next() {
         if stopping(shared) {
