@@ -180,24 +180,24 @@ fn run_goes_ahead<T: Send + 'static, E: Executor<T>>(
 ) -> bool {
     let drained =
         || shared.state.load(Ordering::Relaxed) == FINISHING && shared.in_hand.drained(handle);
-    let Some((_, mut wheels)) = shared.lock(handle) else {
-        return false;
-    };
-    let Some(wheel) = wheels.get_mut(handle.class) else {
-        return drained();
-    };
-    let Some(Job::Repeat(repeat)) = wheel.get_mut(handle.key) else {
-        return drained();
-    };
-    if repeat.epoch == taken.epoch {
-        return true;
+    let mut current = false;
+    let filed = on_repeat(shared, handle, |repeat| {
+        current = repeat.epoch == taken.epoch;
+        if current {
+            None
+        } else {
+            repeat.cadence.skip_run()
+        }
+    });
+    match filed {
+        None => drained(),
+        Some(moved) => {
+            if let Some(at) = moved {
+                shared.wake_if_earlier(at, handle.class);
+            }
+            current
+        }
     }
-    if let Some(at) = repeat.cadence.skip_run() {
-        wheel.reset(handle.key, at);
-        drop(wheels);
-        shared.wake_if_earlier(at, handle.class);
-    }
-    false
 }
 
 /// Gives a repeating timer's run that was taken at `deadline` but not
@@ -210,21 +210,34 @@ fn give_back<T: Send + 'static, E: Executor<T>>(
     deadline: Tick,
     taken: TakenRun,
 ) -> bool {
-    let Some((_, mut wheels)) = shared.lock(handle) else {
-        return false;
-    };
-    let Some(wheel) = wheels.get_mut(handle.class) else {
-        return false;
-    };
-    let Some(Job::Repeat(repeat)) = wheel.get_mut(handle.key) else {
-        return false;
-    };
-    if repeat.epoch == taken.epoch {
-        if let Some(at) = repeat.cadence.give_back(deadline, taken.owed) {
-            wheel.reset(handle.key, at);
+    on_repeat(shared, handle, |repeat| {
+        if repeat.epoch == taken.epoch {
+            repeat.cadence.give_back(deadline, taken.owed)
+        } else {
+            None
         }
+    })
+    .is_some()
+}
+
+/// Runs `f` on the repeating timer `handle` under its shard's lock and
+/// files the timer where `f` says, if anywhere. `None` if the timer is
+/// gone; else where it moved.
+fn on_repeat<T: Send + 'static, E: Executor<T>>(
+    shared: &Shared<T, E>,
+    handle: TimerHandle,
+    f: impl FnOnce(&mut super::job::Repeat<T>) -> Option<Tick>,
+) -> Option<Option<Tick>> {
+    let (_, mut wheels) = shared.lock(handle)?;
+    let wheel = wheels.get_mut(handle.class)?;
+    let Some(Job::Repeat(repeat)) = wheel.get_mut(handle.key) else {
+        return None;
+    };
+    let moved = f(repeat);
+    if let Some(at) = moved {
+        wheel.reset(handle.key, at);
     }
-    true
+    Some(moved)
 }
 
 /// A repeating timer's run whose timer a stop from the driver's thread

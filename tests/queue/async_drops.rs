@@ -47,6 +47,20 @@ fn a_fetch_dropped_unread_hands_its_jobs_to_the_next_fetch() {
     assert_eq!(queue.dead_letters(10).unwrap().len(), 0);
 }
 
+/// A queue with a lease of `lease` and one job, `id`, due now.
+fn one_job(server: &RedisServer, lease: Duration, id: &str) -> tickwheel::redis::Queue {
+    let queue = builder(server).lease(lease).connect().unwrap();
+    queue.schedule_in(id, Duration::ZERO, b"").unwrap();
+    queue
+}
+
+/// `future`, polled once: still waiting.
+fn polled_once<F: Future>(future: F, cx: &mut Context<'_>) -> core::pin::Pin<Box<F>> {
+    let mut future = Box::pin(future);
+    assert!(future.as_mut().poll(cx).is_pending());
+    future
+}
+
 /// A waker that does nothing (`Waker::noop` needs a newer Rust than the
 /// crate's MSRV).
 fn noop() -> Waker {
@@ -185,16 +199,11 @@ fn a_fetch_dropped_unread_after_close_releases_its_jobs() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let queue = builder(&server)
-        .lease(Duration::from_secs(30))
-        .connect()
-        .unwrap();
-    queue.schedule_in("j1", Duration::ZERO, b"").unwrap();
+    let queue = one_job(&server, Duration::from_secs(30), "j1");
     let consumer = queue.to_async().consumer().unwrap();
     let waker = noop();
     let mut cx = Context::from_waker(&waker);
-    let mut unread = Box::pin(consumer.fetch(1, Duration::from_secs(5)));
-    assert!(unread.as_mut().poll(&mut cx).is_pending());
+    let unread = polled_once(consumer.fetch(1, Duration::from_secs(5)), &mut cx);
     std::thread::sleep(Duration::from_millis(300));
     consumer.close();
     std::thread::sleep(Duration::from_millis(200)); // the loop has closed
@@ -270,16 +279,11 @@ fn jobs_handed_back_after_their_lease_ran_out_go_to_no_one() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let queue = builder(&server)
-        .lease(Duration::from_secs(1))
-        .connect()
-        .unwrap();
-    queue.schedule_in("a", Duration::ZERO, b"").unwrap();
+    let queue = one_job(&server, Duration::from_secs(1), "a");
     let consumer = queue.to_async().consumer().unwrap();
     let waker = noop();
     let mut cx = Context::from_waker(&waker);
-    let mut unread = Box::pin(consumer.fetch(1, Duration::from_secs(5)));
-    assert!(unread.as_mut().poll(&mut cx).is_pending());
+    let unread = polled_once(consumer.fetch(1, Duration::from_secs(5)), &mut cx);
     std::thread::sleep(Duration::from_millis(1500)); // the lease runs out
     let other = queue.consumer().unwrap();
     let taken = other.fetch(1, Duration::from_secs(5)).unwrap();
