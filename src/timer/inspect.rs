@@ -77,7 +77,10 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     }
 
     /// Number of timers pending (scheduled, and neither fired nor
-    /// cancelled). Read without locking.
+    /// cancelled). Read without locking. Timers the driver has taken out
+    /// and is handing over are not counted: a stop right after this reads
+    /// 0 may still find some in its hands (`shutdown` returns them; a drop
+    /// gives them to the `on_undelivered` hook).
     ///
     /// ```
     /// # use std::time::Duration;
