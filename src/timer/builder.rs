@@ -384,6 +384,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
             on_undelivered: self.on_undelivered,
             passes: Passes::default(),
             in_hand: super::in_hand::InHand::new(),
+            handing: AtomicUsize::new(0),
         });
         let driver = {
             let shared = Arc::clone(&shared);

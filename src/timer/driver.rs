@@ -50,7 +50,7 @@ use super::latency::WakeLatency;
 use super::priority::{self, Ranks};
 use super::shard::{Shard, ShardCell, Shared, FINISHING, RUNNING, STOPPING};
 use super::slack::{BySlack, Class};
-use super::sync::{thread, Ordering};
+use super::sync::{thread, AtomicUsize, Ordering};
 use super::TimerHandle;
 use crate::metrics::metric;
 use crate::Tick;
@@ -262,7 +262,8 @@ fn fire_class<T: Send + 'static, E: Executor<T>>(
             };
             let cell = &shared.shards[usize::from(shard)];
             let limit = batch.len() + round.per_shard;
-            let Some(taken) = take_due(cell, place, round.now, round.now_up, limit, batch) else {
+            let handing = &shared.handing;
+            let Some(taken) = take_due(cell, handing, place, round, limit, batch) else {
                 continue;
             };
             next = next.min(taken.next);
@@ -319,12 +320,13 @@ struct Taken {
 /// One shard's part of a pass for `place.class`, under the shard's lock:
 /// cancels the timers of dropped sleeps (before time moves,
 /// `futures/filed.rs`), then collects due timers until `batch` holds
-/// `limit`. `None` if the shard has no wheel of that class.
+/// `limit`, counting the one-shots it takes out in `handing` before the
+/// shard's length drops. `None` if the shard has no wheel of that class.
 fn take_due<T>(
     cell: &ShardCell<T>,
+    handing: &AtomicUsize,
     place: Place,
-    now: Tick,
-    now_up: Tick,
+    round: &Round,
     limit: usize,
     batch: &mut Vec<Fire<T>>,
 ) -> Option<Taken> {
@@ -337,7 +339,11 @@ fn take_due<T>(
         drop(wheels);
         return None;
     };
-    collect(wheel, ranks, place, now, now_up, limit, batch);
+    let taken_out = collect(wheel, ranks, place, round, limit, batch);
+    if taken_out > 0 {
+        let held = handing.load(Ordering::Relaxed);
+        handing.store(held + taken_out, Ordering::Relaxed);
+    }
     let filled = batch.len() >= limit;
     let next = match wheel.next_expiration() {
         Some(due) if !filled => due.saturating_add(place.class.wake_after),
@@ -356,28 +362,30 @@ fn take_due<T>(
 /// Takes due timers out of `wheel` (one-shots) or re-arms them in place
 /// (repeating), until `batch` holds `limit`, and then, if the shard has
 /// `ranks`, on to the end of the last timer's tick (`priority.rs`). Runs
-/// under the shard lock: no user code here.
+/// under the shard lock: no user code here. Returns how many one-shots
+/// (values and sleeps) it took out.
 fn collect<T>(
     wheel: &mut Shard<T>,
     mut ranks: Option<&mut Ranks>,
     place: Place,
-    now: Tick,
-    now_up: Tick,
+    round: &Round,
     limit: usize,
     batch: &mut Vec<Fire<T>>,
-) {
+) -> usize {
+    let (now, now_up) = (round.now, round.now_up);
+    let mut taken_out = 0;
     let whole_ticks = ranks.is_some();
     let class = place.class.index;
     wheel.set_now(now);
     let slack = place.class.slack;
     loop {
         let Some((key, deadline)) = wheel.peek() else {
-            return;
+            return taken_out;
         };
         if batch.len() >= limit
             && !(whole_ticks && batch.last().is_some_and(|last| last.deadline == deadline))
         {
-            return;
+            return taken_out;
         }
         let handle = TimerHandle {
             key,
@@ -410,6 +418,7 @@ fn collect<T>(
             },
             None => unreachable!("a peeked key is stale"),
         };
+        taken_out += usize::from(!matches!(work, Work::Make(..)));
         batch.push(Fire {
             handle,
             deadline,

@@ -85,7 +85,11 @@ pub(super) fn deliver<T: Send + 'static, E: Executor<T>>(
             return;
         }
         let value = match fire.work {
-            Work::Value(value) => value,
+            Work::Value(value) => {
+                // Past the last stop check: it goes to the executor.
+                handed(shared);
+                value
+            }
             Work::Make(make, taken) => {
                 if !run_goes_ahead(shared, fire.handle, taken) {
                     drop_quietly(shared, make);
@@ -112,6 +116,7 @@ pub(super) fn deliver<T: Send + 'static, E: Executor<T>>(
             }
             #[cfg(feature = "async")]
             Work::Wake(waker) => {
+                handed(shared);
                 record_fire(shared, fire.deadline, fire.slack);
                 wake(shared, waker);
                 continue;
@@ -142,11 +147,14 @@ pub(super) fn deliver<T: Send + 'static, E: Executor<T>>(
 /// sleep was due: it fires (its task is woken, no user code runs here).
 pub(super) fn keep_back<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, fire: Fire<T>) {
     match fire.work {
-        Work::Value(value) => shared.in_hand.keep(Unfired {
-            deadline: shared.time.instant_of(fire.deadline),
-            every: None,
-            value,
-        }),
+        Work::Value(value) => {
+            handed(shared);
+            shared.in_hand.keep(Unfired {
+                deadline: shared.time.instant_of(fire.deadline),
+                every: None,
+                value,
+            });
+        }
         Work::Make(make, taken) => {
             // The stop drained the timer first (it came from the driver's
             // own thread): the run is kept on its own.
@@ -163,9 +171,19 @@ pub(super) fn keep_back<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>
         #[cfg(feature = "async")]
         Work::Wake(waker) => {
             record_fire(shared, fire.deadline, fire.slack);
+            handed(shared);
             wake(shared, waker);
         }
     }
+}
+
+/// A one-shot or sleep taken out of the wheels leaves the driver's hands
+/// (`Shared::handing`): nothing can stop it now from reaching the
+/// executor (or the waker, or the stop's drain).
+#[inline]
+fn handed<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
+    let held = shared.handing.load(Ordering::Relaxed);
+    shared.handing.store(held - 1, Ordering::Release);
 }
 
 /// Whether a repeating timer's taken run may start: the timer is still

@@ -76,11 +76,15 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
             .unwrap_or(false)
     }
 
-    /// Number of timers pending (scheduled, and neither fired nor
-    /// cancelled). Read without locking. Timers the driver has taken out
-    /// and is handing over are not counted: a stop right after this reads
-    /// 0 may still find some in its hands (`shutdown` returns them; a drop
-    /// gives them to the `on_undelivered` hook).
+    /// Number of timers pending: scheduled, and neither cancelled nor on
+    /// their way to the executor. A one-shot the driver has taken out of
+    /// its wheel counts until no stop can keep it from the executor, so
+    /// once this reads 0 every one-shot so far reaches it: waiting for 0
+    /// and then dropping the timer loses none (a
+    /// [`ThreadPool`](crate::timer::ThreadPool) runs what it was given
+    /// before its threads exit). Read without locking, so a timer on its
+    /// way from a wheel to the driver's hands may be counted twice for a
+    /// moment, never missed.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -90,12 +94,14 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn pending(&self) -> usize {
-        self.owner
-            .shared
+        let shared = &self.owner.shared;
+        // The shards first: a timer leaving one is already in `handing`.
+        let filed: usize = shared
             .shards
             .iter()
-            .map(|cell| cell.pending.load(Ordering::Relaxed))
-            .sum()
+            .map(|cell| cell.pending.load(Ordering::Acquire))
+            .sum();
+        filed + shared.handing.load(Ordering::Acquire)
     }
 
     /// A snapshot of the counters and the lateness distribution. Cheap: it

@@ -166,7 +166,9 @@ impl<T> ShardCell<T> {
     /// Publishes the wheel's length; call under the lock after a change.
     #[inline]
     pub(super) fn publish_len(&self, wheels: &Wheels<T>) {
-        self.pending.store(wheels.len(), Ordering::Relaxed);
+        // Release: a reader that sees timers leave here for the driver's
+        // hands also sees them counted in `Shared::handing`.
+        self.pending.store(wheels.len(), Ordering::Release);
     }
 
     /// Publishes a length one more (`grew`) or one less than the last
@@ -210,6 +212,10 @@ pub(super) struct Shared<T, E> {
     pub(super) passes: super::passes::Passes,
     /// Taken for hand-off when a stop came (`in_hand.rs`).
     pub(super) in_hand: super::in_hand::InHand<T>,
+    /// One-shots and sleeps the driver has taken out of the wheels and
+    /// not yet handed over (or kept back at a stop): `pending` counts
+    /// them. Only the driver thread writes it.
+    pub(super) handing: AtomicUsize,
 }
 
 impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {

@@ -7,7 +7,9 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 use core::time::Duration;
 use std::sync::Mutex;
 
-use tickwheel::timer::{BuildError, Clock, Inline, ManualClock, Receiver, Undelivered, Why};
+use tickwheel::timer::{
+    BuildError, Clock, Executor, Inline, ManualClock, Receiver, Task, Undelivered, Why,
+};
 use tickwheel::Timer;
 
 #[allow(dead_code)]
@@ -239,4 +241,114 @@ fn an_undelivered_hook_set_before_the_executor_is_kept_or_refused() {
         .on_undelivered(|_: Undelivered<u8>| ())
         .build();
     assert!(timer.is_ok());
+}
+
+/// An executor that runs each task on the calling (driver) thread, after
+/// `gate` lets it: the driver holds the rest of its batch meanwhile.
+struct Gated {
+    entered: crossbeam_channel::Sender<()>,
+    gate: crossbeam_channel::Receiver<()>,
+}
+
+impl Executor<u32> for Gated {
+    fn execute(
+        &self,
+        _fired: tickwheel::timer::Expired<u32>,
+    ) -> Result<(), tickwheel::timer::Rejected<u32>> {
+        // Timed, so that a failing test ends instead of hanging its drop.
+        let _ = self.entered.send(());
+        let _ = self.gate.recv_timeout(Duration::from_secs(10));
+        Ok(())
+    }
+}
+
+/// The bug: `pending()` counted only what the wheels held, so it read 0
+/// while the driver still held a batch it had taken out; a user who
+/// waited for 0 and then dropped the timer lost those to the hook.
+#[test]
+fn pending_counts_the_timers_the_driver_holds() {
+    let (entered_tx, entered) = crossbeam_channel::unbounded();
+    let (open, gate) = crossbeam_channel::unbounded();
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(Duration::ZERO)
+        .executor(Gated {
+            entered: entered_tx,
+            gate,
+        })
+        .build()
+        .unwrap();
+    for value in 0..3 {
+        timer.schedule(MS, value).unwrap();
+    }
+    clock.advance(MS);
+    let wait = Duration::from_secs(10);
+    entered.recv_timeout(wait).unwrap();
+    // The first is being handed over; two wait in the driver's hands.
+    assert_eq!(timer.pending(), 2);
+    assert_eq!(timer.stats().pending, 2);
+    open.send(()).unwrap();
+    entered.recv_timeout(wait).unwrap();
+    assert_eq!(timer.pending(), 1);
+    open.send(()).unwrap();
+    entered.recv_timeout(wait).unwrap();
+    assert_eq!(timer.pending(), 0);
+    open.send(()).unwrap();
+    timer.sync();
+    assert_eq!(timer.stats().fired, 3);
+}
+
+/// A thread pool that takes 2 ms to accept each task: the driver holds
+/// the rest of a burst meanwhile.
+struct SlowPool(tickwheel::timer::ThreadPool);
+
+impl Executor<Task> for SlowPool {
+    fn execute(
+        &self,
+        fired: tickwheel::timer::Expired<Task>,
+    ) -> Result<(), tickwheel::timer::Rejected<Task>> {
+        std::thread::sleep(2 * MS);
+        self.0.execute(fired)
+    }
+
+    fn start(&self) -> std::io::Result<()> {
+        self.0.start()
+    }
+
+    fn flush(&self) {
+        self.0.flush();
+    }
+}
+
+/// The pattern the bug broke: wait until nothing is pending, then drop
+/// the timer. The driver held most of the burst when `pending()` first
+/// read 0, and the drop gave those to the hook.
+#[test]
+fn waiting_for_nothing_pending_then_dropping_runs_every_job() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let undelivered = Arc::new(AtomicUsize::new(0));
+    let lost = Arc::clone(&undelivered);
+    let timer = Timer::builder()
+        .slack(Duration::ZERO)
+        .executor(SlowPool(tickwheel::timer::ThreadPool::new(1)))
+        .on_undelivered(move |_: Undelivered<Task>| {
+            lost.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .unwrap();
+    for _ in 0..20 {
+        let ran = Arc::clone(&ran);
+        timer
+            .run_after(MS, move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+    }
+    while timer.pending() > 0 {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    drop(timer);
+    assert_eq!(undelivered.load(Ordering::SeqCst), 0);
+    assert_eq!(ran.load(Ordering::SeqCst), 20);
 }
