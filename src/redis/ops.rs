@@ -164,7 +164,7 @@ pub(super) fn keys_with(keys: &Keys, extra: &[String]) -> Vec<String> {
 
 /// Runs a script whose arguments depend on whether this attempt is a
 /// retry (the scripts that keep an answer for one).
-async fn script_with_retry_flag(
+pub(super) async fn script_with_retry_flag(
     io: &Io,
     lua: &'static Lua,
     cmd: impl Fn(bool) -> Cmd,

@@ -7,11 +7,14 @@ use alloc::vec::Vec;
 use core::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::keys::Token;
+use super::link::Io;
 use super::lua::lua;
-use super::ops::{array, bytes, check_id};
+use super::ops::{array, bytes, check_id, script_with_retry_flag};
 use super::pending::Pending;
 use super::scheduler::{
-    cancel_runs, check_key, hashes, make_runs, plan, read, run_id, text_int, Record, LAST_DUE,
+    cancel_runs, check_key, due_for_runs, hashes, make_runs, plan, read, run_id, text_int, Record,
+    LAST_DUE,
 };
 use super::schedules::{ScheduleInfo, Upserted};
 use super::shared::Shared;
@@ -52,32 +55,53 @@ pub(super) fn upsert(
     let schedule = schedule.clone();
     Ok(s.task(move |io, reply| async move {
         let answer = async {
-            let mut cmd = UPSERT.command(&hashes(&io.ctx));
-            cmd.arg(&key).arg(&timetable).arg(&payload);
-            let items = array(io.script(&UPSERT, &cmd).await?)?;
-            let what = items.first().and_then(super::ops::int).unwrap_or(-1);
+            let token = Token::new();
+            let keys = with_answer(&io, &token);
+            let ttl = io.ctx.options.answer_ttl_ms();
+            let reply = script_with_retry_flag(&io, &UPSERT, |again| {
+                let mut cmd = UPSERT.command(&keys);
+                cmd.arg(&key).arg(&timetable).arg(&payload);
+                cmd.arg(token.bytes()).arg(u8::from(again)).arg(ttl);
+                cmd
+            })
+            .await?;
+            let items = array(reply)?;
+            let malformed = || QueueError::Server(String::from("a malformed upsert reply"));
+            let what = items.first().and_then(super::ops::int).ok_or_else(malformed)?;
             let old = items
                 .get(1)
+                .filter(|v| !matches!(v, redis::Value::Nil))
                 .map(|v| String::from_utf8_lossy(&bytes(v.clone())).into_owned());
-            let upserted = match what {
-                0 => return Ok(Upserted::Unchanged),
-                1 => Upserted::Created,
-                2 => Upserted::Updated,
-                _ => return Err(QueueError::Server(String::from("a malformed upsert reply"))),
-            };
-            // The new version, and the server's now: the new horizon.
+            // The version now, and the server's now.
             let (version, now) = match (
                 items.get(2).and_then(text_int),
                 items.get(3).and_then(text_int),
             ) {
                 (Some(version), Some(now)) => (version as u64, now),
-                _ => return Err(QueueError::Server(String::from("a malformed upsert reply"))),
+                _ => return Err(malformed()),
             };
-            if let Some(old) = old.as_deref().and_then(Record::parse) {
-                cancel_runs(&io, &key, &old).await?;
+            let upserted = match what {
+                0 => Upserted::Unchanged,
+                1 => Upserted::Created,
+                2 => Upserted::Updated,
+                _ => return Err(malformed()),
+            };
+            let horizon = if upserted == Upserted::Unchanged {
+                // Unchanged, but an earlier call may have stored it and
+                // failed before making its first runs: make them if no
+                // consumer has (the same ids, so nothing twice).
+                let record = old.as_deref().and_then(Record::parse).ok_or_else(malformed)?;
+                record.horizon
+            } else {
+                if let Some(old) = old.as_deref().and_then(Record::parse) {
+                    cancel_runs(&io, &key, &old).await?;
+                }
+                now
+            };
+            if due_for_runs(horizon, now) {
+                let instants = plan(&schedule, horizon, now);
+                make_runs(&io, &key, version, horizon, &instants).await?;
             }
-            let instants = plan(&schedule, now, now);
-            make_runs(&io, &key, version, now, &instants).await?;
             io.ctx.schedules_wake.notify_one();
             Ok(upserted)
         }
@@ -86,15 +110,29 @@ pub(super) fn upsert(
     }))
 }
 
+/// The schedulers' hashes, then this call's answer key (under the same
+/// tag), for the scripts that keep an answer for a retry.
+fn with_answer(io: &Io, token: &Token) -> Vec<String> {
+    let mut keys = hashes(&io.ctx).to_vec();
+    keys.push(alloc::format!("tw:{{{}}}:ans:{}", io.ctx.name, token.hex()));
+    keys
+}
+
 /// `Queue::remove_schedule`: whether there was one.
 pub(super) fn remove(s: &Shared, key: &str) -> Result<Pending<bool>, QueueError> {
     check_key(key)?;
     let key = key.to_string();
     Ok(s.task(move |io, reply| async move {
         let answer = async {
-            let mut cmd = REMOVE.command(&hashes(&io.ctx));
-            cmd.arg(&key);
-            let reply = io.script(&REMOVE, &cmd).await?;
+            let token = Token::new();
+            let keys = with_answer(&io, &token);
+            let ttl = io.ctx.options.answer_ttl_ms();
+            let reply = script_with_retry_flag(&io, &REMOVE, |again| {
+                let mut cmd = REMOVE.command(&keys);
+                cmd.arg(&key).arg(token.bytes()).arg(u8::from(again)).arg(ttl);
+                cmd
+            })
+            .await?;
             if matches!(reply, redis::Value::Nil) {
                 return Ok(false);
             }

@@ -54,6 +54,12 @@
 //! finds its horizon move refused for the version, and cancels the runs it
 //! made. A timetable with no instant left (a finite cron one, run out)
 //! makes nothing and is not looked at again until it changes.
+//!
+//! Both calls keep their answer for a retry of the same call, so a retry
+//! after a lost reply answers what the first attempt did and does the
+//! rest of its work (cancelling, making the first runs). An upsert that
+//! finds its scheduler unchanged still makes the runs it is owed if none
+//! were made ahead (an earlier call stopped after storing it).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -216,6 +222,12 @@ pub(super) fn plan(schedule: &Schedule, horizon: i64, now: i64) -> Vec<i64> {
     out
 }
 
+/// Whether a scheduler made up to `horizon` needs runs made at server
+/// time `now`: its horizon is less than half the lookahead ahead.
+pub(super) fn due_for_runs(horizon: i64, now: i64) -> bool {
+    horizon - LOOKAHEAD / 2 <= now
+}
+
 /// Makes the runs of `instants` for scheduler `key` and moves its horizon
 /// from `seen` to the last of them.
 pub(super) async fn make_runs(
@@ -314,7 +326,7 @@ async fn look(io: &Io) -> Result<(i64, Option<i64>), QueueError> {
             continue;
         };
         let mut horizon = record.horizon;
-        if horizon - LOOKAHEAD / 2 <= now {
+        if due_for_runs(horizon, now) {
             let instants = plan(&schedule, horizon, now);
             if let Err(err) = make_runs(io, key, record.version, horizon, &instants).await {
                 // This scheduler waits for the next look; the others go on.

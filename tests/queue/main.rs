@@ -37,6 +37,7 @@ mod redis_sentinel;
 mod redis_server;
 mod replicas;
 mod retries;
+mod schedule_retries;
 mod schedules;
 mod schedules_edges;
 #[path = "../support/scratch.rs"]
