@@ -13,7 +13,7 @@ use super::keys::{Keys, Token};
 use super::lanes::{Batched, Call, Kind, Lane, Lanes};
 use super::link::{Ctx, Request};
 use super::lua::{lua, Lua};
-use super::ops::{array, bytes, check_id, check_payload, int, keys_with, own, time_of, When};
+use super::ops::{array, bytes, check_id, check_new_id, check_payload, int, keys_with, own, time_of, When};
 use super::outcome::{Acked, Cancelled, Delivery, Scheduled};
 use super::pending::Pending;
 use super::shared::Shared;
@@ -160,7 +160,7 @@ pub(super) fn schedule_many(
     jobs: &[(&str, When, &[u8], u8)],
 ) -> Result<Vec<Pending<Scheduled>>, QueueError> {
     for &(id, _, payload, _) in jobs {
-        check_id(id)?;
+        check_new_id(id)?;
         check_payload(payload)?;
     }
     let (calls, pending) = jobs
@@ -183,7 +183,7 @@ pub(super) async fn schedule_async(
     when: When,
     payload: &[u8],
 ) -> Result<Scheduled, QueueError> {
-    check_id(id)?;
+    check_new_id(id)?;
     check_payload(payload)?;
     s.lane_call(ScheduleJob::new(id, when, payload, 0)).await
 }

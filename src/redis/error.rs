@@ -16,7 +16,10 @@ use core::fmt;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum QueueError {
-    /// The job id is empty or longer than [`MAX_ID`](super::MAX_ID) bytes.
+    /// The job id is empty or longer than [`MAX_ID`](super::MAX_ID)
+    /// bytes; or a new job's id starts with `schedule/`, which only job
+    /// schedulers' runs take (so [`Delivery::schedule`](super::Delivery::schedule)
+    /// can tell them apart, and a run's id is never a user's job).
     InvalidId(&'static str),
     /// The payload is longer than [`MAX_PAYLOAD`](super::MAX_PAYLOAD).
     PayloadTooLarge {

@@ -95,6 +95,18 @@ pub(super) fn check_id(id: &str) -> Result<(), QueueError> {
     Ok(())
 }
 
+/// A new job's id: as [`check_id`], and not in the job schedulers' runs'
+/// namespace.
+pub(super) fn check_new_id(id: &str) -> Result<(), QueueError> {
+    check_id(id)?;
+    if id.starts_with(super::scheduler::RUN_PREFIX) {
+        return Err(QueueError::InvalidId(
+            "ids starting with `schedule/` are job schedulers' runs",
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn check_payload(payload: &[u8]) -> Result<(), QueueError> {
     if payload.len() > MAX_PAYLOAD {
         return Err(QueueError::PayloadTooLarge { len: payload.len() });

@@ -151,3 +151,28 @@ fn a_timetable_that_ran_out_leaves_consumers_idle() {
     assert!(spent < 40, "{spent} commands in 2 s with nothing to do");
     assert_eq!(queue.schedules().unwrap().len(), 1, "the scheduler stays");
 }
+
+/// The bug: a user's job could take a run's id (`schedule/<key>/…`), and
+/// `Delivery::schedule` then named a scheduler for an ordinary job; taken
+/// first, it made the scheduler's own run `Exists`, so the user's payload
+/// ran in its place. New jobs may not start with `schedule/`.
+#[test]
+fn a_new_job_may_not_take_a_run_id() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).connect().unwrap();
+    let hour = Duration::from_secs(3600);
+    let refused = |err: QueueError| matches!(err, QueueError::InvalidId(_));
+    assert!(refused(
+        queue.schedule_in("schedule/k/1/5", hour, b"").unwrap_err()
+    ));
+    let batch = [("fine", hour, &b""[..]), ("schedule/k/1/6", hour, &b""[..])];
+    assert!(refused(queue.schedule_many(&batch).unwrap_err()));
+    // Nothing of the refused batch was stored.
+    assert_eq!(queue.len().unwrap(), (0, 0));
+    // Other ids with the word are fine, and so is cancelling a run's id.
+    queue.schedule_in("schedules/k", hour, b"").unwrap();
+    queue.schedule_in("my/schedule/k", hour, b"").unwrap();
+    queue.cancel("schedule/k/1/5").unwrap();
+}
