@@ -216,12 +216,10 @@ fn held_jobs_follow_deliveries_settles_and_leases() {
         );
     }
     let me = [("queue", "holding")];
-    // `len()` shows the gauge afresh (a snapshot resets it).
+    let held = held_reader(snapshotter, &me);
     let held = || {
         queue.len().unwrap();
-        Recorded::take(snapshotter)
-            .gauge("tickwheel_queue_held_jobs", &me)
-            .unwrap()
+        held()
     };
     assert_eq!(held(), 5.0);
     assert_eq!(consumer.ack(&got[0]).unwrap(), Acked::Acked);
@@ -237,5 +235,59 @@ fn held_jobs_follow_deliveries_settles_and_leases() {
     std::thread::sleep(Duration::from_millis(600));
     assert_eq!(held(), 1.0);
     assert_eq!(consumer.ack(&got[2]).unwrap(), Acked::Acked);
+    assert_eq!(held(), 0.0);
+}
+
+/// Reads the held gauge of `labels`: the gauge's changes are added up
+/// here, since each snapshot of the test recorder resets it to zero.
+fn held_reader<'a>(
+    snapshotter: &'a Snapshotter,
+    labels: &'a [(&'a str, &'a str)],
+) -> impl Fn() -> f64 + 'a {
+    let total = core::cell::Cell::new(0.0);
+    move || {
+        let change = Recorded::take(snapshotter).gauge("tickwheel_queue_held_jobs", labels);
+        total.set(total.get() + change.unwrap_or(0.0));
+        total.get()
+    }
+}
+
+/// The bug: every handle of a queue set the one gauge to its own count,
+/// so a producer's handle (holding nothing) made it read 0 while the
+/// process's consumer held five jobs. Each handle now adds its part, and
+/// takes it away when it goes.
+#[test]
+fn two_handles_of_a_queue_add_up_in_the_held_gauge() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let snapshotter = snapshotter();
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let consuming = Queue::connect(&server.url(), "two-handles").unwrap();
+    let consumer = consuming.consumer().unwrap();
+    let producing = Queue::connect(&server.url(), "two-handles").unwrap();
+    for i in 0..5 {
+        producing.schedule_in(&format!("job {i}"), MS, b"").unwrap();
+    }
+    let mut got = Vec::new();
+    while got.len() < 5 {
+        got.extend(
+            consumer
+                .fetch(5 - got.len(), Duration::from_secs(5))
+                .unwrap(),
+        );
+    }
+    let me = [("queue", "two-handles")];
+    let held = held_reader(snapshotter, &me);
+    // Both handles show their count, the producer's last.
+    consuming.len().unwrap();
+    producing.len().unwrap();
+    assert_eq!(held(), 5.0, "the producer's handle overwrote the count");
+    drop(producing);
+    assert_eq!(held(), 5.0);
+    // The consumer's handle goes, and its five with it.
+    drop(got);
+    drop(consumer);
+    drop(consuming);
     assert_eq!(held(), 0.0);
 }

@@ -13,7 +13,9 @@ use super::keys::{Keys, Token};
 use super::lanes::{Batched, Call, Kind, Lane, Lanes};
 use super::link::{Ctx, Request};
 use super::lua::{lua, Lua};
-use super::ops::{array, bytes, check_id, check_new_id, check_payload, int, keys_with, own, time_of, When};
+use super::ops::{
+    array, bytes, check_id, check_new_id, check_payload, int, keys_with, own, time_of, When,
+};
 use super::outcome::{Acked, Cancelled, Delivery, Scheduled};
 use super::pending::Pending;
 use super::shared::Shared;

@@ -11,6 +11,9 @@
 //! queue (`sum(tickwheel_queue_held_jobs)`), it is the queue's jobs in
 //! flight to live consumers.
 //!
+//! Each handle of a queue (every `connect` and its clones' shared state)
+//! adds its own count to the gauge, which the process's handles share.
+//!
 //! Expired leases are pruned at most every 100 ms, when the set changes
 //! or a claim round or `len()` refreshes it, so the gauge can lag a lease's
 //! end by that much, or, on a consumer that has stopped claiming, until
@@ -48,13 +51,15 @@ struct State {
     leases: HashMap<String, (u64, Instant)>,
     /// When expired leases were last pruned.
     pruned: Option<Instant>,
+    /// This handle's part of the gauge: every handle of a queue in the
+    /// process adds its own to the one gauge, so none overwrites another.
+    shown: usize,
 }
 
 impl Held {
     /// Nothing held; `gauge` shows the count (feature `metrics`).
     #[cfg(feature = "metrics")]
     pub(super) fn new(gauge: ::metrics::Gauge) -> Held {
-        gauge.set(0.0);
         Held {
             state: Mutex::new(State::default()),
             gauge,
@@ -106,16 +111,36 @@ impl Held {
     #[cfg(feature = "metrics")]
     fn change(&self, f: impl FnOnce(&mut HashMap<String, (u64, Instant)>, Instant)) {
         let now = Instant::now();
-        let count = {
+        let (count, shown) = {
             let mut state = self.state.lock();
             f(&mut state.leases, now);
             if state.pruned.is_none_or(|at| now >= at + PRUNE_EVERY) {
                 state.leases.retain(|_, &mut (_, end)| end > now);
                 state.pruned = Some(now);
             }
-            state.leases.len()
+            let count = state.leases.len();
+            (count, core::mem::replace(&mut state.shown, count))
         };
-        // Outside the lock: a recorder is user code.
-        self.gauge.set(count as f64);
+        // Outside the lock: a recorder is user code. Changes add up in any
+        // order, where a `set` from another handle would overwrite.
+        self.show(count as f64 - shown as f64);
+    }
+
+    #[cfg(feature = "metrics")]
+    fn show(&self, change: f64) {
+        if change > 0.0 {
+            self.gauge.increment(change);
+        } else if change < 0.0 {
+            self.gauge.decrement(-change);
+        }
+    }
+}
+
+#[cfg(feature = "metrics")]
+impl Drop for Held {
+    /// A handle that goes takes its part of the gauge with it.
+    fn drop(&mut self) {
+        let shown = core::mem::take(&mut self.state.get_mut().shown);
+        self.show(-(shown as f64));
     }
 }

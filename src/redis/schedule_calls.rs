@@ -67,7 +67,10 @@ pub(super) fn upsert(
             .await?;
             let items = array(reply)?;
             let malformed = || QueueError::Server(String::from("a malformed upsert reply"));
-            let what = items.first().and_then(super::ops::int).ok_or_else(malformed)?;
+            let what = items
+                .first()
+                .and_then(super::ops::int)
+                .ok_or_else(malformed)?;
             let old = items
                 .get(1)
                 .filter(|v| !matches!(v, redis::Value::Nil))
@@ -90,7 +93,10 @@ pub(super) fn upsert(
                 // Unchanged, but an earlier call may have stored it and
                 // failed before making its first runs: make them if no
                 // consumer has (the same ids, so nothing twice).
-                let record = old.as_deref().and_then(Record::parse).ok_or_else(malformed)?;
+                let record = old
+                    .as_deref()
+                    .and_then(Record::parse)
+                    .ok_or_else(malformed)?;
                 record.horizon
             } else {
                 if let Some(old) = old.as_deref().and_then(Record::parse) {
@@ -129,7 +135,10 @@ pub(super) fn remove(s: &Shared, key: &str) -> Result<Pending<bool>, QueueError>
             let ttl = io.ctx.options.answer_ttl_ms();
             let reply = script_with_retry_flag(&io, &REMOVE, |again| {
                 let mut cmd = REMOVE.command(&keys);
-                cmd.arg(&key).arg(token.bytes()).arg(u8::from(again)).arg(ttl);
+                cmd.arg(&key)
+                    .arg(token.bytes())
+                    .arg(u8::from(again))
+                    .arg(ttl);
                 cmd
             })
             .await?;
