@@ -54,7 +54,7 @@ use super::counters::bump;
 use super::knowledge::{far_future, poll_gap, Knowledge};
 use super::link::{Hint, Io};
 use super::lua::lua;
-use super::ops::{array, int};
+use super::ops::{array, int, keys_with};
 use super::outage::{all_down, downs, failed};
 use super::outcome::{Acked, Delivery};
 use super::pending::Reply;
@@ -183,6 +183,9 @@ pub(super) async fn run(
                 jobs.extend(claimed.jobs);
             }
             give_acks(&mut waiting, round.acked);
+            for (part, token) in round.abandoned {
+                ks[part].abandoned.push(token);
+            }
             failed(&io, &mut ks, &mut probes, &mut waiting, round.failed);
             if several {
                 // Oldest first across partitions (a claim's own order,
@@ -285,6 +288,7 @@ pub(super) async fn run(
                     );
                     // Its shard answers again: back in the rounds.
                     let k = &mut ks[part];
+                    release_abandoned(&io, part, core::mem::take(&mut k.abandoned));
                     k.down = None;
                     k.learn(next);
                     k.poll_at = Instant::now() + poll_gap(poll);
@@ -444,6 +448,36 @@ fn score(value: &redis::Value) -> Option<i64> {
 
 /// Hands jobs back without spending an attempt (see `release.lua`), a
 /// script call per partition.
+/// Hands back the jobs that claims given up on leased (their shard ran
+/// them late, a stalled shard's queued calls once it resumes): each claim
+/// kept what it leased in its replay record, and `release.lua` reads it.
+/// Nobody got those jobs, so no attempt is spent, and they need not wait
+/// out a lease. Twice, the second a second later, in case a claim still
+/// queued on another connection runs after the first pass.
+fn release_abandoned(io: &Io, part: usize, tokens: Vec<super::keys::Token>) {
+    if tokens.is_empty() {
+        return;
+    }
+    let io = io.clone();
+    tokio::spawn(async move {
+        let keys = io.ctx.parts().get(part);
+        let misfire = u8::from(io.ctx.options.on_missed != "fire");
+        for pass in 0..2 {
+            if pass == 1 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            for token in &tokens {
+                let mut cmd = RELEASE.command(&keys_with(keys, &[keys.of_token("claim", token)]));
+                cmd.arg(&keys.channel).arg(misfire);
+                if let Ok(back) = io.script(&RELEASE, &cmd).await {
+                    let back = int(&back).unwrap_or(0).max(0) as u64;
+                    bump(&io.ctx.counters.released, back);
+                }
+            }
+        }
+    });
+}
+
 pub(super) async fn release(io: &Io, jobs: &[Delivery]) {
     for (part, keys) in io.ctx.parts().iter().enumerate() {
         let mine: Vec<&Delivery> = jobs

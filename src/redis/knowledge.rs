@@ -67,6 +67,9 @@ pub(super) struct Knowledge {
     /// Its shard did not answer for the retry window (the error): out of
     /// the rounds and polls until a background probe gets an answer.
     pub(super) down: Option<QueueError>,
+    /// Claims given up on while it was down: once its shard answers, the
+    /// jobs any of them leased are handed back (`claimer.rs`).
+    pub(super) abandoned: alloc::vec::Vec<super::keys::Token>,
 }
 
 impl Knowledge {
@@ -80,6 +83,7 @@ impl Knowledge {
             slack,
             poll_at: Instant::now(),
             down: None,
+            abandoned: alloc::vec::Vec::new(),
         }
     }
 

@@ -62,6 +62,9 @@ pub(super) struct Round {
     pub(super) claims: Vec<(usize, Claimed)>,
     pub(super) acked: Vec<Result<Acked, QueueError>>,
     pub(super) failed: Vec<(usize, QueueError)>,
+    /// Claims given up on while their shard did not answer, by partition:
+    /// one may still run once the shard does (`claimer.rs`).
+    pub(super) abandoned: Vec<(usize, Token)>,
 }
 
 /// One round: claims from each partition of `plan` (partition, most jobs),
@@ -88,13 +91,13 @@ pub(super) async fn claim_round(
     for &(part, max) in plan {
         calls.push((part, Some(max), core::mem::take(&mut by_part[part].1)));
     }
-    let mut answers: Vec<(usize, Result<Answer, QueueError>)> = Vec::new();
+    let mut answers: Vec<(usize, Called)> = Vec::new();
     for (part, (_, jobs)) in by_part.iter_mut().enumerate() {
         if jobs.is_empty() {
             continue;
         }
         match down.get(part).and_then(Option::as_ref) {
-            Some(err) => answers.push((part, Err(err.clone()))),
+            Some(err) => answers.push((part, (Err(err.clone()), None))),
             None => calls.push((part, None, core::mem::take(jobs))),
         }
     }
@@ -120,7 +123,7 @@ pub(super) async fn claim_round(
             let (id, answer) = match done {
                 Ok((id, answer)) => (id, answer),
                 // A call that panicked: its partition failed.
-                Err(e) => (e.id(), Err(QueueError::Server(e.to_string()))),
+                Err(e) => (e.id(), (Err(QueueError::Server(e.to_string())), None)),
             };
             if let Some(part) = part(id) {
                 answers.push((part, answer));
@@ -131,9 +134,13 @@ pub(super) async fn claim_round(
         claims: Vec::new(),
         acked: Vec::new(),
         failed: Vec::new(),
+        abandoned: Vec::new(),
     };
     let mut acked: Vec<Option<Result<Acked, QueueError>>> = alloc::vec![None; n];
-    for (part, answer) in answers {
+    for (part, (answer, token)) in answers {
+        if let (Err(QueueError::Unavailable(_)), Some(token)) = (&answer, token) {
+            round.abandoned.push((part, token));
+        }
         match answer {
             Ok(answer) => {
                 let answers = match answer {
@@ -169,17 +176,19 @@ pub(super) async fn claim_round(
     round
 }
 
+/// What one partition's call answered, and a claim's token.
+type Called = (Result<Answer, QueueError>, Option<Token>);
+
 /// A claim of up to `max` jobs from partition `part` carrying `acks`, or
 /// (`max` none) the acks alone.
-async fn call(
-    io: &Io,
-    part: usize,
-    max: Option<usize>,
-    acks: &[AckJob],
-) -> Result<Answer, QueueError> {
+async fn call(io: &Io, part: usize, max: Option<usize>, acks: &[AckJob]) -> Called {
     match max {
-        Some(max) => claim(io, part, max, acks).await.map(Answer::Claimed),
-        None => ack(io, part, acks).await.map(Answer::Acked),
+        Some(max) => {
+            let token = Token::new();
+            let claimed = claim(io, part, max, acks, token).await;
+            (claimed.map(Answer::Claimed), Some(token))
+        }
+        None => (ack(io, part, acks).await.map(Answer::Acked), None),
     }
 }
 
@@ -194,10 +203,15 @@ async fn ack(io: &Io, part: usize, acks: &[AckJob]) -> Result<Vec<Acked>, QueueE
 
 /// Runs the claim script on partition `part` for up to `max` jobs,
 /// acking `acks` (of that partition) first.
-async fn claim(io: &Io, part: usize, max: usize, acks: &[AckJob]) -> Result<Claimed, QueueError> {
+async fn claim(
+    io: &Io,
+    part: usize,
+    max: usize,
+    acks: &[AckJob],
+    token: Token,
+) -> Result<Claimed, QueueError> {
     let ctx = &io.ctx;
     let o = &ctx.options;
-    let token = Token::new();
     let part_keys = ctx.parts().get(part);
     let mut keys: Vec<alloc::string::String> = part_keys.fixed.to_vec();
     keys.push(part_keys.of_token("claim", &token));

@@ -204,3 +204,45 @@ fn a_stalled_redis_does_not_dead_letter_jobs_nobody_received() {
     assert!(queue.dead_letters(100).unwrap().is_empty());
     assert_eq!(queue.len().unwrap(), (0, 0));
 }
+
+/// The bug: Redis stalled past the retry window, so the consumer gave its
+/// claim up; the claim still ran when Redis resumed and leased every due
+/// job to nobody. They waited out the whole lease, and each lost an
+/// attempt (with one attempt, dead-lettered unseen). The jobs a claim
+/// given up on leased are now handed back once the shard answers.
+#[test]
+fn a_claim_given_up_on_hands_its_jobs_back_when_redis_resumes() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = Queue::builder(&server.url(), "orders")
+        .lease(Duration::from_secs(60))
+        .max_attempts(1)
+        .retry(Duration::from_secs(1), 300 * MS)
+        .connect()
+        .unwrap();
+    let consumer = queue.consumer().unwrap();
+    assert!(consumer.fetch(1, Duration::ZERO).unwrap().is_empty());
+    for i in 0..20 {
+        queue.schedule_in(&format!("s{i}"), MS, b"").unwrap();
+    }
+    std::thread::sleep(10 * MS);
+    server.stop_signal();
+    // The claim this fetch sends waits in the stalled server's socket.
+    assert!(consumer.fetch(20, Duration::from_secs(2)).is_err());
+    std::thread::sleep(Duration::from_secs(1));
+    server.cont_signal();
+    let resumed = std::time::Instant::now();
+    let mut got = Vec::new();
+    while got.len() < 20 && resumed.elapsed() < Duration::from_secs(10) {
+        let jobs = consumer
+            .fetch(20, Duration::from_millis(500))
+            .unwrap_or_default();
+        consumer.ack_all(&jobs).unwrap();
+        got.extend(jobs);
+    }
+    assert_eq!(got.len(), 20, "{} jobs came back within 10 s", got.len());
+    assert!(got.iter().all(|job| job.attempt == 1));
+    assert!(queue.dead_letters(100).unwrap().is_empty());
+    assert_eq!(queue.len().unwrap(), (0, 0));
+}

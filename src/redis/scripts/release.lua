@@ -1,19 +1,34 @@
 -- ARGV: wake channel, '1' if the queue has a misfire policy other than
--- firing, then per job: id, fence. Hands back jobs a claim took for a
--- fetch that had gone by the time they arrived: each still held under its
--- fence waits again, and the delivery is not counted as an attempt. Under
--- the plain policy a job waits at its due time, keeping its place; under
--- another it waits at now, since the claim found it on time and a due
--- time from before (a redelivery's, after its lease ran out) must not
--- make the next claim take it for a missed job. Returns how many were
--- handed back.
+-- firing, then per job: id, fence; KEYS[7], if given: the replay record
+-- of a claim given up on, whose jobs go back too. Hands back jobs a claim
+-- took for a fetch that had gone by the time they arrived (or for a claim
+-- given up on): each still held under its fence waits again, and the
+-- delivery is not counted as an attempt. Under the plain policy a job
+-- waits at its due time, keeping its place; under another it waits at
+-- now, since the claim found it on time and a due time from before (a
+-- redelivery's, after its lease ran out) must not make the next claim
+-- take it for a missed job. Returns how many were handed back.
 local n = (#ARGV - 2) / 2
-local ids = {}
-for i = 1, n do ids[i] = ARGV[3 + (i - 1) * 2] end
+local ids, fences = {}, {}
+for i = 1, n do
+  ids[i], fences[i] = ARGV[3 + (i - 1) * 2], tonumber(ARGV[4 + (i - 1) * 2])
+end
+if KEYS[7] then
+  -- A claim given up on: the jobs it leased, from its replay record.
+  local saved = redis.call('GET', KEYS[7])
+  if saved then
+    local held = cmsgpack.unpack(saved)
+    for i = 1, #held, 2 do
+      n = n + 1
+      ids[n], fences[n] = held[i], held[i + 1]
+    end
+    redis.call('DEL', KEYS[7])
+  end
+end
 read(ids)
 local back, first, now = 0, nil, nil
 for i = 1, n do
-  local id, fence = ids[i], tonumber(ARGV[4 + (i - 1) * 2])
+  local id, fence = ids[i], fences[i]
   local r = batch.recs[id]
   if r and r.s == 'l' and r.fence == fence then
     r.s, r.attempt = 'w', r.attempt - 1
