@@ -81,6 +81,19 @@ macro_rules! lua {
     ($name:ident, $file:literal, records) => {
         $crate::redis::lua::lua!($name, $file, true);
     };
+    // The job scheduler calls: their shared helper first.
+    ($name:ident, $file:literal, schedules) => {
+        pub(super) static $name: std::sync::LazyLock<$crate::redis::lua::Lua> =
+            std::sync::LazyLock::new(|| {
+                $crate::redis::lua::Lua::new(
+                    concat!(
+                        include_str!("scripts/superseded.lua"),
+                        include_str!(concat!("scripts/", $file))
+                    ),
+                    false,
+                )
+            });
+    };
     ($name:ident, $file:literal, $records:expr) => {
         pub(super) static $name: std::sync::LazyLock<$crate::redis::lua::Lua> =
             std::sync::LazyLock::new(|| {

@@ -21,8 +21,8 @@ use super::shared::Shared;
 use super::QueueError;
 use crate::schedule::Schedule;
 
-lua!(UPSERT, "schedule_upsert.lua");
-lua!(REMOVE, "schedule_remove.lua");
+lua!(UPSERT, "schedule_upsert.lua", schedules);
+lua!(REMOVE, "schedule_remove.lua", schedules);
 
 /// `Queue::upsert_schedule`.
 pub(super) fn upsert(
@@ -67,14 +67,16 @@ pub(super) fn upsert(
             .await?;
             let items = array(reply)?;
             let malformed = || QueueError::Server(String::from("a malformed upsert reply"));
-            let what = items
-                .first()
-                .and_then(super::ops::int)
-                .ok_or_else(malformed)?;
-            let old = items
+            let upserted = match items.first().and_then(super::ops::int) {
+                Some(0) => Upserted::Unchanged,
+                Some(1) => Upserted::Created,
+                Some(2) => Upserted::Updated,
+                _ => return Err(malformed()),
+            };
+            let record = items
                 .get(1)
-                .filter(|v| !matches!(v, redis::Value::Nil))
-                .map(|v| String::from_utf8_lossy(&bytes(v.clone())).into_owned());
+                .map(|v| bytes(v.clone()))
+                .ok_or_else(malformed)?;
             // The version now, and the server's now.
             let (version, now) = match (
                 items.get(2).and_then(text_int),
@@ -83,27 +85,12 @@ pub(super) fn upsert(
                 (Some(version), Some(now)) => (version as u64, now),
                 _ => return Err(malformed()),
             };
-            let upserted = match what {
-                0 => Upserted::Unchanged,
-                1 => Upserted::Created,
-                2 => Upserted::Updated,
-                _ => return Err(malformed()),
-            };
-            let horizon = if upserted == Upserted::Unchanged {
-                // Unchanged, but an earlier call may have stored it and
-                // failed before making its first runs: make them if no
-                // consumer has (the same ids, so nothing twice).
-                let record = old
-                    .as_deref()
-                    .and_then(Record::parse)
-                    .ok_or_else(malformed)?;
-                record.horizon
-            } else {
-                if let Some(old) = old.as_deref().and_then(Record::parse) {
-                    cancel_runs(&io, &key, &old).await?;
-                }
-                now
-            };
+            settle_superseded(&io, &key, items.get(4..).unwrap_or_default()).await?;
+            // Runs owed: a new record's first ones, or an unchanged one's
+            // that an earlier call, stopped after storing it, did not make
+            // and no consumer has (the same ids, so nothing twice).
+            let text = String::from_utf8_lossy(&record);
+            let horizon = Record::parse(&text).ok_or_else(malformed)?.horizon;
             if due_for_runs(horizon, now) {
                 let instants = plan(&schedule, horizon, now);
                 make_runs(&io, &key, version, horizon, &instants).await?;
@@ -114,6 +101,23 @@ pub(super) fn upsert(
         .await;
         let _ = reply.send(answer);
     }))
+}
+
+/// Cancels the runs of scheduler `key`'s superseded records, given as
+/// (field, record) pairs, and forgets each once its runs are cancelled: a
+/// call that stopped half-way leaves them for the next one.
+async fn settle_superseded(io: &Io, key: &str, pairs: &[redis::Value]) -> Result<(), QueueError> {
+    let [.., superseded] = hashes(&io.ctx);
+    for pair in pairs.chunks_exact(2) {
+        let record = String::from_utf8_lossy(&bytes(pair[1].clone())).into_owned();
+        if let Some(record) = Record::parse(&record) {
+            cancel_runs(io, key, &record).await?;
+        }
+        let mut forget = redis::cmd("HDEL");
+        forget.arg(&superseded).arg(bytes(pair[0].clone()));
+        io.query(&forget).await?;
+    }
+    Ok(())
 }
 
 /// The schedulers' hashes, then this call's answer key (under the same
@@ -142,17 +146,10 @@ pub(super) fn remove(s: &Shared, key: &str) -> Result<Pending<bool>, QueueError>
                 cmd
             })
             .await?;
-            if matches!(reply, redis::Value::Nil) {
-                return Ok(false);
-            }
             let items = array(reply)?;
-            let old = items
-                .first()
-                .map(|v| String::from_utf8_lossy(&bytes(v.clone())).into_owned());
-            if let Some(record) = old.as_deref().and_then(Record::parse) {
-                cancel_runs(&io, &key, &record).await?;
-            }
-            Ok(true)
+            let there = items.first().and_then(super::ops::int) == Some(1);
+            settle_superseded(&io, &key, items.get(1..).unwrap_or_default()).await?;
+            Ok(there)
         }
         .await;
         let _ = reply.send(answer);

@@ -57,9 +57,13 @@
 //!
 //! Both calls keep their answer for a retry of the same call, so a retry
 //! after a lost reply answers what the first attempt did and does the
-//! rest of its work (cancelling, making the first runs). An upsert that
-//! finds its scheduler unchanged still makes the runs it is owed if none
-//! were made ahead (an earlier call stopped after storing it).
+//! rest of its work. And neither leaves work undone if it fails half-way
+//! (Redis gone after the script, before the cancels): a changed or removed
+//! record stays in `schedule-superseded` until its runs are cancelled,
+//! and every later upsert or removal of the key cancels them first; an
+//! upsert that finds its scheduler unchanged still makes the runs it is
+//! owed if none were made ahead (an earlier call stopped after storing
+//! it).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -132,15 +136,18 @@ impl<'a> Record<'a> {
     }
 }
 
-/// The schedulers' records, their payloads, and the last version of each
+/// The schedulers' records, their payloads, the last version of each
 /// key ever removed (so that a key added again never makes the ids of
-/// runs its removal cancelled, which the queue remembers as ended).
-pub(super) fn hashes(ctx: &Ctx) -> [String; 3] {
+/// runs its removal cancelled, which the queue remembers as ended), and
+/// the records changed or removed whose runs are not yet known cancelled
+/// (`<key>\n<version>` → record).
+pub(super) fn hashes(ctx: &Ctx) -> [String; 4] {
     let name = &ctx.name;
     [
         alloc::format!("tw:{{{name}}}:schedules"),
         alloc::format!("tw:{{{name}}}:schedule-payloads"),
         alloc::format!("tw:{{{name}}}:schedule-versions"),
+        alloc::format!("tw:{{{name}}}:schedule-superseded"),
     ]
 }
 
@@ -240,7 +247,7 @@ pub(super) async fn make_runs(
     let Some(&last) = instants.last() else {
         return Ok(());
     };
-    let [records, payloads, _] = hashes(&io.ctx);
+    let [records, payloads, ..] = hashes(&io.ctx);
     let mut get = redis::cmd("HGET");
     get.arg(&payloads).arg(key);
     let payload = bytes(io.query(&get).await?);
@@ -292,7 +299,7 @@ pub(super) fn text_int(value: &redis::Value) -> Option<i64> {
 
 /// Reads every scheduler and the server's clock: (now, [(key, record)]).
 pub(super) async fn read(io: &Io) -> Result<(i64, Vec<(String, String)>), QueueError> {
-    let [records, _, _] = hashes(&io.ctx);
+    let [records, ..] = hashes(&io.ctx);
     let cmd = READ.command(&[records]);
     let mut items = array(io.script(&READ, &cmd).await?)?.into_iter();
     let wrong = || QueueError::Server(String::from("a malformed scheduler read"));

@@ -152,3 +152,96 @@ fn an_unchanged_upsert_makes_runs_an_earlier_call_did_not() {
     let made = runs(&queue, "schedule/hourly/");
     assert_eq!(made.len(), 1, "no run was made: {made:?}");
 }
+
+/// As an update whose script ran but whose cancels did not (Redis went
+/// right after): the old record is left among the superseded, its run
+/// still waiting. The next upsert, though unchanged, cancels it.
+#[test]
+fn an_update_that_stopped_before_its_cancels_is_finished_by_the_next_call() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let (_proxy, queue) = through_proxy(&server);
+    let hourly = Schedule::every(Duration::from_secs(3600));
+    queue.upsert_schedule("hourly", &hourly, b"old").unwrap();
+    let mut redis = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let hash = |name: &str| format!("tw:{{orders}}:{name}");
+    let old: String = redis::cmd("HGET")
+        .arg(hash("schedules"))
+        .arg("hourly")
+        .query(&mut redis)
+        .unwrap();
+    let (version, rest) = old.split_once('\n').unwrap();
+    let timetable = rest.split_once('\n').unwrap().1;
+    let now: (String, String) = redis::cmd("TIME").query(&mut redis).unwrap();
+    let new = format!("2\n{}{:0>6}\n{timetable}", now.0, now.1);
+    let _: () = redis::pipe()
+        .cmd("HSET")
+        .arg(hash("schedules"))
+        .arg("hourly")
+        .arg(new)
+        .cmd("HSET")
+        .arg(hash("schedule-payloads"))
+        .arg("hourly")
+        .arg("new")
+        .cmd("HSET")
+        .arg(hash("schedule-superseded"))
+        .arg(format!("hourly\n{version}"))
+        .arg(&old)
+        .query(&mut redis)
+        .unwrap();
+    assert_eq!(
+        queue.upsert_schedule("hourly", &hourly, b"new").unwrap(),
+        Upserted::Unchanged
+    );
+    let waiting = runs(&queue, "schedule/hourly/");
+    let payloads: Vec<&[u8]> = waiting.iter().map(|(_, p)| &p[..]).collect();
+    assert_eq!(payloads, [b"new"], "runs waiting: {waiting:?}");
+    let left: Vec<String> = redis::cmd("HKEYS")
+        .arg(hash("schedule-superseded"))
+        .query(&mut redis)
+        .unwrap();
+    assert!(left.is_empty(), "still superseded: {left:?}");
+}
+
+/// As a removal whose script ran but whose cancels did not: the next
+/// removal of the key, though it finds nothing to remove, cancels the
+/// runs left.
+#[test]
+fn a_removal_that_stopped_before_its_cancels_is_finished_by_the_next_call() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let (_proxy, queue) = through_proxy(&server);
+    let hourly = Schedule::every(Duration::from_secs(3600));
+    queue.upsert_schedule("hourly", &hourly, b"p").unwrap();
+    let mut redis = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let hash = |name: &str| format!("tw:{{orders}}:{name}");
+    let old: String = redis::cmd("HGET")
+        .arg(hash("schedules"))
+        .arg("hourly")
+        .query(&mut redis)
+        .unwrap();
+    let _: () = redis::pipe()
+        .cmd("HDEL")
+        .arg(hash("schedules"))
+        .arg("hourly")
+        .cmd("HDEL")
+        .arg(hash("schedule-payloads"))
+        .arg("hourly")
+        .cmd("HSET")
+        .arg(hash("schedule-superseded"))
+        .arg("hourly\n1")
+        .arg(&old)
+        .query(&mut redis)
+        .unwrap();
+    assert_eq!(runs(&queue, "schedule/hourly/").len(), 1);
+    assert!(!queue.remove_schedule("hourly").unwrap());
+    assert_eq!(runs(&queue, "schedule/hourly/"), []);
+}

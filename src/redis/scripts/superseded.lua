@@ -1,0 +1,15 @@
+-- For the job scheduler calls: appends to `out` the superseded records of
+-- scheduler `key` kept in hash `hash` ('key\nversion' -> record), as
+-- (field, record) pairs. The hash holds only records whose runs a call
+-- has not yet cancelled, so it is read whole.
+local function superseded(hash, key, out)
+  local all = redis.call('HGETALL', hash)
+  local prefix = key .. '\n'
+  for i = 1, #all, 2 do
+    local field = all[i]
+    if string.sub(field, 1, #prefix) == prefix and string.find(field, '^%d+$', #prefix + 1) then
+      out[#out + 1] = field
+      out[#out + 1] = all[i + 1]
+    end
+  end
+end
