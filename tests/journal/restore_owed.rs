@@ -10,6 +10,22 @@ use tickwheel::timer::{Clock, MissedTicks};
 
 use crate::restore::{node, noon, MS, SEC};
 
+/// A snapshot taken at noon of one fixed-rate job, first due at `due`.
+fn repeating_job(due: std::time::SystemTime, period: Duration, value: u32) -> Snapshot<u32> {
+    Snapshot {
+        version: Snapshot::<u32>::VERSION,
+        taken_at: noon(),
+        jobs: vec![PendingJob {
+            due,
+            repeat: Some(Repeat {
+                period,
+                missed: MissedTicks::Burst,
+            }),
+            value,
+        }],
+    }
+}
+
 /// Today's bug: the snapshot dated such a job "now", so a restore made up
 /// one run of eleven and moved the grid by half a period.
 #[test]
@@ -44,22 +60,13 @@ fn owed_runs_and_their_grid_survive_a_snapshot() {
 /// ran them hands every one of them to the next restore.
 #[test]
 fn runs_a_restore_owes_survive_the_next_snapshot() {
-    let job = |due| Snapshot {
-        version: Snapshot::<u32>::VERSION,
-        taken_at: noon(),
-        jobs: vec![PendingJob {
-            due,
-            repeat: Some(Repeat {
-                period: SEC,
-                missed: MissedTicks::Burst,
-            }),
-            value: 7,
-        }],
-    };
     let second = node(noon());
     second
         .timer
-        .restore(job(noon() - 30 * SEC - 500 * MS), &MisfirePolicy::default())
+        .restore(
+            repeating_job(noon() - 30 * SEC - 500 * MS, SEC, 7),
+            &MisfirePolicy::default(),
+        )
         .unwrap();
     let snapshot = second.timer.shutdown_snapshot();
     assert_eq!(snapshot.jobs[0].due, noon() - 30 * SEC - 500 * MS);
@@ -77,18 +84,7 @@ fn runs_a_restore_owes_survive_the_next_snapshot() {
 /// `max_catch_up` lost the rest and was reported `Scheduled`.
 #[test]
 fn runs_left_out_by_the_cap_are_reported_even_within_the_threshold() {
-    let late = Snapshot {
-        version: Snapshot::<u32>::VERSION,
-        taken_at: noon(),
-        jobs: vec![PendingJob {
-            due: noon() - 30 * SEC,
-            repeat: Some(Repeat {
-                period: MS,
-                missed: MissedTicks::Burst,
-            }),
-            value: 1,
-        }],
-    };
+    let late = repeating_job(noon() - 30 * SEC, MS, 1);
     let after = node(noon());
     let report = after
         .timer
@@ -109,18 +105,7 @@ fn runs_left_out_by_the_cap_are_reported_even_within_the_threshold() {
     let fired = after.run(Duration::ZERO);
     assert_eq!(fired.len(), 100);
     // Within the threshold and within the cap: every run, as it was.
-    let few = Snapshot {
-        version: Snapshot::<u32>::VERSION,
-        taken_at: noon(),
-        jobs: vec![PendingJob {
-            due: noon() - 30 * SEC,
-            repeat: Some(Repeat {
-                period: SEC,
-                missed: MissedTicks::Burst,
-            }),
-            value: 2,
-        }],
-    };
+    let few = repeating_job(noon() - 30 * SEC, SEC, 2);
     let other = node(noon());
     let report = other.timer.restore(few, &MisfirePolicy::default()).unwrap();
     assert!(matches!(report.outcomes[..], [Outcome::Scheduled(_)]));
