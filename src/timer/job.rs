@@ -30,6 +30,11 @@ use crate::Tick;
 /// All three keep a fixed rate while nothing is missed: run `n` is due at
 /// `first + n × period`, with no drift.
 ///
+/// An `Interval`'s tick (feature `async`) counts as missed when it is
+/// polled more than the timer's slack after it was due while the task was
+/// not waiting for it (tokio uses a fixed 5 ms). After one, `Skip` goes on
+/// at the first point of the grid after now, and `Delay` a period from now.
+///
 /// ```
 /// use tickwheel::timer::MissedTicks;
 ///

@@ -7,16 +7,29 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 use std::time::Instant;
 
-use tickwheel::timer::{Clock, Elapsed};
+use tickwheel::timer::{Clock, Elapsed, Interval, ManualClock, MissedTicks};
+use tickwheel::Timer;
 
 use crate::sleep::{advance, counting, manual, poll, MS};
+
+const US: Duration = Duration::from_micros(1);
+
+/// The instants of the ticks ready now, after `start` (at most 20).
+fn ready(ticks: &mut Interval, start: Instant) -> Vec<Duration> {
+    let (_, waker) = counting();
+    let mut seen = Vec::new();
+    while let Poll::Ready(Some(at)) = ticks.poll_tick(&mut Context::from_waker(&waker)) {
+        seen.push(at.saturating_duration_since(start));
+        assert!(seen.len() < 20, "ticks without end: {seen:?}");
+    }
+    seen
+}
 
 /// An interval keeps its grid, and after a gap follows its policy: every
 /// missed tick at once (`Burst`), one then the grid (`Skip`), or one then a
 /// new schedule from now (`Delay`).
 #[test]
 fn an_interval_keeps_its_grid_and_follows_its_missed_ticks() {
-    use tickwheel::timer::MissedTicks;
     for (missed, after_gap) in [
         (MissedTicks::Burst, vec![20, 30, 40, 50]),
         (MissedTicks::Skip, vec![20, 50]),
@@ -118,7 +131,6 @@ fn an_awaited_delay_interval_stays_on_its_grid() {
 /// `timeout_at`.
 #[test]
 fn tokio_style_interval_and_timeout_calls() {
-    use tickwheel::timer::MissedTicks;
     let (clock, timer) = manual();
     let start = clock.now();
     let (_, waker) = counting();
@@ -168,4 +180,167 @@ fn tokio_style_interval_and_timeout_calls() {
     assert!(poll(&mut late, &waker).is_pending());
     advance(&clock, &timer, 2 * MS);
     assert_eq!(poll(&mut late, &waker), Poll::Ready(Err(Elapsed)));
+}
+
+/// A start more than `u32::MAX` periods before the timer's tick 0 (2 h of
+/// 1 µs): the grid goes on after the first tick. It stopped there: the
+/// next point, found by a `u32` multiplication, fell back to the end of
+/// time.
+#[test]
+fn an_interval_from_far_before_the_timer_goes_on_ticking() {
+    let (clock, timer) = manual();
+    let origin = clock.now();
+    let start = origin - Duration::from_secs(7_200);
+    let mut ticks = timer.interval_at(start, US, MissedTicks::Skip).unwrap();
+    let (_, waker) = counting();
+    let mut cx = Context::from_waker(&waker);
+    assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(start)));
+    advance(&clock, &timer, Duration::from_secs(60));
+    assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(origin + US)));
+}
+
+/// `Skip` from a start before the timer's tick 0, on a timer an hour old:
+/// one tick at once, then the grid after now. It gave two at once, the
+/// second an hour stale (the grid's first point after tick 0).
+#[test]
+fn skip_from_before_an_old_timer_ticks_once_then_keeps_to_now() {
+    let (clock, timer) = manual();
+    let origin = clock.now();
+    advance(&clock, &timer, Duration::from_secs(3_600));
+    let start = origin - 95 * MS;
+    let mut ticks = timer
+        .interval_at(start, 10 * MS, MissedTicks::Skip)
+        .unwrap();
+    assert_eq!(ready(&mut ticks, start), [Duration::ZERO]);
+    advance(&clock, &timer, 5 * MS); // the grid: start + 10 ms × n
+    let since = Duration::from_secs(3_600) + 100 * MS;
+    assert_eq!(ready(&mut ticks, start), [since]);
+}
+
+/// `reset_after` a duration past the end of `Instant`: never ticks. It
+/// ticked at once (the overflow fell back to now).
+#[test]
+fn an_interval_reset_after_forever_never_ticks() {
+    let (clock, timer) = manual();
+    let start = clock.now();
+    let mut ticks = timer.interval(10 * MS, MissedTicks::Skip).unwrap();
+    ticks.reset_after(Duration::MAX);
+    assert_eq!(ready(&mut ticks, start), [Duration::ZERO; 0]);
+    advance(&clock, &timer, Duration::from_secs(3_600));
+    assert_eq!(
+        ready(&mut ticks, start),
+        [Duration::ZERO; 0],
+        "overflow read as now"
+    );
+}
+
+/// A manual timer with `slack`.
+fn with_slack(slack: Duration) -> (ManualClock, Timer) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(slack)
+        .build()
+        .unwrap();
+    (clock, timer)
+}
+
+/// A missed tick (polled more than the slack after it was due, the task
+/// not waiting): `Skip` gives it, then the first point after now. It
+/// reckoned from `now - slack`, and every point in that window came at
+/// once too: 11 ticks after 50 ms busy on a 100 µs grid with 1 ms slack.
+#[test]
+fn skip_after_a_missed_tick_goes_past_now_not_past_the_slack() {
+    let (clock, timer) = with_slack(MS); // the default slack
+    let start = clock.now();
+    let mut ticks = timer.interval(100 * US, MissedTicks::Skip).unwrap();
+    clock.advance(50 * MS); // busy
+    timer.sync();
+    assert_eq!(ready(&mut ticks, start), [100 * US]);
+
+    let (clock, timer) = with_slack(50 * MS);
+    let start = clock.now();
+    let mut ticks = timer.interval(10 * MS, MissedTicks::Skip).unwrap();
+    assert_eq!(ready(&mut ticks, start), [Duration::ZERO; 0]); // waiting
+    clock.advance(10 * MS + US);
+    timer.sync();
+    assert_eq!(ready(&mut ticks, start), [10 * MS]);
+    clock.advance(200 * MS); // busy past 20 ms, …, 210 ms
+    timer.sync();
+    assert_eq!(ready(&mut ticks, start), [20 * MS]);
+    clock.advance(10 * MS);
+    timer.sync();
+    assert_eq!(ready(&mut ticks, start), [220 * MS]);
+}
+
+/// A `tick()` future dropped before its tick (a `select!` branch that
+/// lost) ends the wait: a tick then found late is missed, and `Delay`
+/// restarts from then. The task stayed "waiting" and `Delay` kept the
+/// old grid.
+#[test]
+fn a_dropped_tick_future_ends_the_wait() {
+    let (clock, timer) = manual();
+    let origin = clock.now();
+    let mut ticks = timer
+        .interval_at(origin + 100 * MS, 100 * MS, MissedTicks::Delay)
+        .unwrap();
+    let (_, waker) = counting();
+    assert!(poll(&mut Box::pin(ticks.tick()), &waker).is_pending());
+    advance(&clock, &timer, 150 * MS);
+    let tick = poll(&mut Box::pin(ticks.tick()), &waker);
+    assert_eq!(tick, Poll::Ready(Some(origin + 100 * MS)));
+    advance(&clock, &timer, 50 * MS + US);
+    let tick = poll(&mut Box::pin(ticks.tick()), &waker);
+    assert!(tick.is_pending(), "next at 250 ms, got {tick:?}");
+    advance(&clock, &timer, 50 * MS);
+    let tick = poll(&mut Box::pin(ticks.tick()), &waker);
+    assert_eq!(tick, Poll::Ready(Some(origin + 250 * MS)));
+}
+
+/// A start before the timer was built (its tick 0): the grid stays
+/// `start + n × period`; the points before tick 0 come at once (all of
+/// them under `Burst`, the first otherwise). Before, the grid moved
+/// onto tick 0: the first tick said the timer's origin, `Burst` ran one
+/// tick instead of ten, and every later tick was off by the gap.
+#[test]
+fn a_start_before_the_timer_keeps_its_grid() {
+    for (missed, at_once) in [
+        (MissedTicks::Burst, 10),
+        (MissedTicks::Skip, 1),
+        (MissedTicks::Delay, 1),
+    ] {
+        let (clock, timer) = manual();
+        let origin = clock.now();
+        let start = origin - 95 * MS;
+        let mut ticks = timer.interval_at(start, 10 * MS, missed).unwrap();
+        let mut cx = Context::from_waker(core::task::Waker::noop());
+        let mut poll = |ticks: &mut Interval| match ticks.poll_tick(&mut cx) {
+            Poll::Ready(at) => at,
+            Poll::Pending => None,
+        };
+        let early: Vec<_> = (0..at_once).map(|_| poll(&mut ticks)).collect();
+        let grid: Vec<_> = (0..at_once).map(|n| Some(start + 10 * MS * n)).collect();
+        assert_eq!(early, grid, "{missed:?}");
+        assert_eq!(
+            poll(&mut ticks),
+            None,
+            "{missed:?}: a tick too many at once"
+        );
+        clock.advance(5 * MS);
+        timer.sync();
+        let next = poll(&mut ticks);
+        match missed {
+            // Back on the grid: start + 100 MS is tick 0 + 5 MS.
+            MissedTicks::Burst | MissedTicks::Skip => {
+                assert_eq!(next, Some(origin + 5 * MS), "{missed:?}")
+            }
+            // Restarted a period after the missed tick.
+            MissedTicks::Delay => {
+                assert_eq!(next, None);
+                clock.advance(5 * MS);
+                timer.sync();
+                assert_eq!(poll(&mut ticks), Some(origin + 10 * MS));
+            }
+        }
+    }
 }

@@ -23,6 +23,7 @@
 
 use alloc::sync::Arc;
 use core::task::Waker;
+use core::time::Duration;
 use std::time::Instant;
 
 use crate::timer::executor::Executor;
@@ -39,6 +40,8 @@ pub(in crate::timer) trait Sleeps: Send + Sync {
     /// The slack of `class`, in ticks.
     fn slack(&self, class: u16) -> Tick;
     fn tick_at(&self, deadline: Instant) -> Tick;
+    /// The tick `delay` from now, saturating (as `Timer::sleep`'s).
+    fn deadline_after(&self, delay: Duration) -> Tick;
     fn instant_of(&self, tick: Tick) -> Instant;
     /// `true` once the timer has stopped.
     fn is_stopped(&self) -> bool;
@@ -68,6 +71,10 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
     #[inline]
     fn tick_at(&self, deadline: Instant) -> Tick {
         self.time.tick_at(deadline)
+    }
+
+    fn deadline_after(&self, delay: Duration) -> Tick {
+        self.time.deadline_after(delay)
     }
 
     fn instant_of(&self, tick: Tick) -> Instant {

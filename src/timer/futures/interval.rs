@@ -7,6 +7,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 use std::time::Instant;
 
+use super::interval_grid::{across_origin, after, next_due};
 use super::sleep::Sleep;
 use crate::timer::executor::Executor;
 use crate::timer::{MissedTicks, ScheduleError, ScheduleErrorKind, Timer};
@@ -14,9 +15,13 @@ use crate::Tick;
 
 /// A stream of ticks every `period`: [`Timer::interval`]. Each
 /// [`tick`](Self::tick) completes at the next point of its schedule, and
-/// [`MissedTicks`] says what happens when ticks were missed (the task was
-/// busy): run them all at once (`Burst`), restart the schedule from now
-/// (`Delay`), or skip to the next point of the grid (`Skip`). It is a
+/// [`MissedTicks`] says what happens when ticks were missed: run them all
+/// at once (`Burst`), restart the schedule a period from now (`Delay`), or
+/// skip to the first point of the grid after now (`Skip`). A tick counts
+/// as missed when it is polled more than the timer's slack after it was
+/// due while the task was not waiting for it (tokio uses a fixed 5 ms);
+/// one the task was waiting for is not missed however late the wake-up,
+/// unless the next point has passed that way too. It is a
 /// `futures_core::Stream` of the instants each tick was due, and reuses one
 /// sleep for every tick.
 ///
@@ -54,12 +59,10 @@ pub struct Interval {
     sleep: Sleep,
     /// The period, in ticks (at least one).
     period: Tick,
-    /// The first point of the grid (`Skip` keeps to it).
-    start: Tick,
     missed: MissedTicks,
-    /// The task polled for the coming tick before it was due: that tick
-    /// is not missed, however late the wake-up (unless the next one has
-    /// passed too).
+    /// The task polled for the coming tick before it was due (from a
+    /// `Pending` poll until the tick, or until a `tick()` future is
+    /// dropped): that tick is not missed, however late the wake-up.
     waiting: bool,
     /// Points of the grid before the timer's tick 0, which ticks cannot
     /// express (a start earlier than the timer): the next one and how
@@ -69,7 +72,9 @@ pub struct Interval {
 
 impl Interval {
     /// Waits for the next tick; returns the instant it was due, or `None`
-    /// once the timer has stopped (then at once, every time).
+    /// once the timer has stopped (then at once, every time). Dropped
+    /// before the tick (a lost `select!` branch), the future ends the
+    /// task's wait: a tick then polled late counts as missed.
     ///
     /// ```
     /// use std::time::Duration;
@@ -82,11 +87,20 @@ impl Interval {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn tick(&mut self) -> impl Future<Output = Option<Instant>> + '_ {
-        core::future::poll_fn(move |cx| self.poll_tick(cx))
+        NextTick {
+            interval: self,
+            waiting: false,
+        }
     }
 
     /// Polls for the next tick: the instant it was due, once it is;
     /// `None` once the timer has stopped.
+    ///
+    /// The task counts as waiting for the tick from a `Pending` poll until
+    /// the tick, so a late wake-up does not make it missed. A dropped
+    /// [`tick`](Self::tick) future ends the wait; a task that stops
+    /// calling `poll_tick` (or `next()`) cannot be seen, and still counts
+    /// as waiting.
     ///
     /// ```
     /// use std::task::{Context, Waker};
@@ -114,30 +128,10 @@ impl Interval {
         let due = self.sleep.deadline;
         let timer = &self.sleep.timer;
         let now = timer.tick_at(timer.now());
-        // A tick counts as missed only once its whole window has passed,
-        // so the slack of one tick never shifts or skips the next.
-        let missed_before = now.saturating_sub(timer.slack(self.sleep.class));
-        let next = match self.missed {
-            // A tick the task was waiting for is not missed: a late
-            // wake-up (the driver's, within or past the slack) must not
-            // move the schedule, or `Delay` drifts by it every period. Only
-            // if the next point has passed too were ticks missed.
-            _ if awaited && due.saturating_add(self.period) > missed_before => {
-                due.saturating_add(self.period)
-            }
-            MissedTicks::Burst => due.saturating_add(self.period),
-            MissedTicks::Delay if missed_before > due => now.saturating_add(self.period),
-            MissedTicks::Delay => due.saturating_add(self.period),
-            MissedTicks::Skip => {
-                let runs = missed_before.saturating_sub(self.start) / self.period + 1;
-                self.start
-                    .saturating_add(runs.saturating_mul(self.period))
-                    .max(due.saturating_add(self.period))
-            }
-        };
-        let due_at = self.sleep.timer.instant_of(due);
-        let next_at = self.sleep.timer.instant_of(next);
-        self.sleep.reset(next_at);
+        let slack = timer.slack(self.sleep.class);
+        let due_at = timer.instant_of(due);
+        let next = next_due(self.missed, due, self.period, now, slack, awaited);
+        self.sleep.reset_tick(next);
         Poll::Ready(Some(due_at))
     }
 
@@ -160,7 +154,6 @@ impl Interval {
 impl Interval {
     fn new(sleep: Sleep, period: Tick, missed: MissedTicks) -> Interval {
         Interval {
-            start: sleep.deadline,
             sleep,
             period,
             missed,
@@ -169,52 +162,55 @@ impl Interval {
         }
     }
 
-    /// Starts the grid at `first`. Points of it before the timer's tick 0
-    /// are owed at once (every one under `Burst`, the first otherwise);
-    /// the ticks' grid goes on from its first point at or after tick 0
-    /// (ticks before it do not exist, and a start there once moved the
-    /// whole grid onto tick 0).
+    /// Starts the grid at `first`, with the points before the timer's
+    /// tick 0 owed at once (`interval_grid.rs`).
     fn place(&mut self, first: Instant) {
         let timer = &self.sleep.timer;
         let origin = timer.instant_of(0);
-        let every = self.period();
-        let mut on_grid = first;
-        self.early = None;
-        if let Some(before) = origin
+        let Some(before) = origin
             .checked_duration_since(first)
             .filter(|d| !d.is_zero())
-        {
-            let points = before.as_nanos().div_ceil(every.as_nanos());
-            on_grid = u32::try_from(points)
-                .ok()
-                .and_then(|n| every.checked_mul(n))
-                .and_then(|ahead| first.checked_add(ahead))
-                .unwrap_or_else(|| timer.instant_of(Tick::MAX));
-            let owed = match self.missed {
-                MissedTicks::Burst => u64::try_from(points).unwrap_or(u64::MAX),
-                MissedTicks::Skip | MissedTicks::Delay => 1,
-            };
-            self.early = Some((first, owed));
-        }
-        self.sleep.reset(on_grid);
-        self.start = self.sleep.deadline;
+        else {
+            return self.restart(timer.tick_at(first));
+        };
+        let (points, ahead) = across_origin(before, self.period());
+        // Past the end of `Instant`: never.
+        let on_grid = origin
+            .checked_add(ahead)
+            .map_or(Tick::MAX, |at| timer.tick_at(at));
+        self.restart(on_grid);
+        let owed = match self.missed {
+            MissedTicks::Burst => u64::try_from(points).unwrap_or(u64::MAX),
+            MissedTicks::Skip | MissedTicks::Delay => 1,
+        };
+        self.early = Some((first, owed));
+    }
+
+    /// The next tick at `deadline`, the grid from there, nothing owed.
+    fn restart(&mut self, deadline: Tick) {
+        self.sleep.reset_tick(deadline);
+        self.early = None;
         self.waiting = false;
     }
 
     /// Yields the early point `at`, `left` of them still owed; `None` once
-    /// the timer has stopped. After the last, `Delay` restarts the
-    /// schedule a period from now, as for any missed tick.
+    /// the timer has stopped. After the last, the grid goes on as after
+    /// any missed tick.
     fn early_tick(&mut self, at: Instant, left: u64) -> Option<Instant> {
-        if self.sleep.timer.is_stopped() {
+        let timer = &self.sleep.timer;
+        if timer.is_stopped() {
             return None;
         }
         let next = at.checked_add(self.period()).filter(|_| left > 1);
         self.early = next.map(|next| (next, left - 1));
-        if self.early.is_none() && self.missed == MissedTicks::Delay {
-            let now = self.sleep.timer.now();
-            self.sleep
-                .reset(now.checked_add(self.period()).unwrap_or(now));
-            self.start = self.sleep.deadline;
+        if self.early.is_none() {
+            let now = timer.tick_at(timer.now());
+            let on_grid = self.sleep.deadline;
+            match self.missed {
+                MissedTicks::Burst => {}
+                MissedTicks::Delay => self.sleep.reset_tick(now.saturating_add(self.period)),
+                MissedTicks::Skip => self.sleep.reset_tick(after(on_grid, self.period, now)),
+            }
         }
         Some(at)
     }
@@ -250,8 +246,8 @@ impl Interval {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn reset_after(&mut self, after: Duration) {
-        let now = self.sleep.timer.now();
-        self.reset_at(now.checked_add(after).unwrap_or(now));
+        // Saturates as `Timer::sleep` does: far means never, not now.
+        self.restart(self.sleep.timer.deadline_after(after));
     }
 
     /// Moves the schedule: the next tick a period from now (tokio's
@@ -302,11 +298,41 @@ impl Interval {
     }
 }
 
+/// The task counts as waiting from a `Pending` poll until the tick, as
+/// with [`Interval::poll_tick`]; a stream abandoned between polls cannot
+/// be seen.
 impl futures_core::Stream for Interval {
     type Item = Instant;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
         self.get_mut().poll_tick(cx)
+    }
+}
+
+/// [`Interval::tick`]'s future: dropped after a `Pending` poll and
+/// before its tick, it ends the task's wait.
+struct NextTick<'a> {
+    interval: &'a mut Interval,
+    /// Its last poll was `Pending`.
+    waiting: bool,
+}
+
+impl Future for NextTick<'_> {
+    type Output = Option<Instant>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        let this = self.get_mut();
+        let tick = this.interval.poll_tick(cx);
+        this.waiting = tick.is_pending();
+        tick
+    }
+}
+
+impl Drop for NextTick<'_> {
+    fn drop(&mut self) {
+        if self.waiting {
+            self.interval.waiting = false;
+        }
     }
 }
 
@@ -385,7 +411,6 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
 mod tests {
     use super::*;
     use crate::timer::{Clock, ManualClock};
-    use alloc::vec::Vec;
     use core::task::Waker;
     use futures_core::Stream;
 
@@ -418,52 +443,24 @@ mod tests {
         assert_eq!(ticks.period(), Duration::from_millis(2));
     }
 
-    /// A start before the timer was built (its tick 0): the grid stays
-    /// `start + n × period`; the points before tick 0 come at once (all of
-    /// them under `Burst`, the first otherwise). Before, the grid moved
-    /// onto tick 0: the first tick said the timer's origin, `Burst` ran one
-    /// tick instead of ten, and every later tick was off by the gap.
+    /// `Burst` from more than `u32::MAX` periods before tick 0: after the
+    /// owed points (skipped to the last here), the grid goes on from tick
+    /// 0. It went on from the end of time, as `Skip` did.
     #[test]
-    fn a_start_before_the_timer_keeps_its_grid() {
-        let ms = Duration::from_millis(1);
-        for (missed, at_once) in [
-            (MissedTicks::Burst, 10),
-            (MissedTicks::Skip, 1),
-            (MissedTicks::Delay, 1),
-        ] {
-            let (clock, timer) = manual();
-            let origin = clock.now();
-            let start = origin - 95 * ms;
-            let mut ticks = timer.interval_at(start, 10 * ms, missed).unwrap();
-            let mut cx = Context::from_waker(Waker::noop());
-            let mut poll = |ticks: &mut Interval| match ticks.poll_tick(&mut cx) {
-                Poll::Ready(at) => at,
-                Poll::Pending => None,
-            };
-            let early: Vec<_> = (0..at_once).map(|_| poll(&mut ticks)).collect();
-            let grid: Vec<_> = (0..at_once).map(|n| Some(start + 10 * ms * n)).collect();
-            assert_eq!(early, grid, "{missed:?}");
-            assert_eq!(
-                poll(&mut ticks),
-                None,
-                "{missed:?}: a tick too many at once"
-            );
-            clock.advance(5 * ms);
-            timer.sync();
-            let next = poll(&mut ticks);
-            match missed {
-                // Back on the grid: start + 100 ms is tick 0 + 5 ms.
-                MissedTicks::Burst | MissedTicks::Skip => {
-                    assert_eq!(next, Some(origin + 5 * ms), "{missed:?}")
-                }
-                // Restarted a period after the missed tick.
-                MissedTicks::Delay => {
-                    assert_eq!(next, None);
-                    clock.advance(5 * ms);
-                    timer.sync();
-                    assert_eq!(poll(&mut ticks), Some(origin + 10 * ms));
-                }
-            }
-        }
+    fn burst_from_far_before_the_timer_goes_on_after_the_owed_ticks() {
+        let (clock, timer) = manual();
+        let origin = clock.now();
+        let (us, two_hours) = (Duration::from_micros(1), Duration::from_secs(7_200));
+        let mut ticks = timer
+            .interval_at(origin - two_hours, us, MissedTicks::Burst)
+            .unwrap();
+        assert_eq!(ticks.early, Some((origin - two_hours, 7_200_000_000)));
+        ticks.early = Some((origin - us, 1));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(origin - us)));
+        clock.advance(Duration::from_secs(60));
+        timer.sync();
+        assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(origin)));
+        assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(origin + us)));
     }
 }

@@ -3,11 +3,13 @@
 //! poll. A sleep is a timer whose job is to wake a task; the protocol is
 //! at the top of `sleep.rs`, what a sleep shares with its timer in
 //! `filed.rs`, and the batched cancelling of dropped sleeps in
-//! `dropped.rs`.
+//! `dropped.rs`. An interval's schedule is at the top of
+//! `interval_grid.rs`.
 
 mod dropped;
 mod filed;
 mod interval;
+mod interval_grid;
 mod sleep;
 mod timeout;
 

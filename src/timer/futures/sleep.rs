@@ -173,7 +173,13 @@ impl Sleep {
     /// ```
     #[inline]
     pub fn reset(&mut self, deadline: Instant) {
-        self.deadline = self.timer.tick_at(deadline);
+        self.reset_tick(self.timer.tick_at(deadline));
+    }
+
+    /// [`reset`](Self::reset) to a tick of the timer.
+    #[inline]
+    pub(in crate::timer) fn reset_tick(&mut self, deadline: Tick) {
+        self.deadline = deadline;
         self.done = false;
         if let Some((handle, at)) = self.filed {
             if self.deadline < at {
