@@ -434,7 +434,7 @@ pub(super) async fn head(io: &Io, part: usize) -> Result<Option<i64>, QueueError
 
 /// A score as a whole number of microseconds: a double in RESP3, text in
 /// RESP2.
-fn score(value: &redis::Value) -> Option<i64> {
+pub(super) fn score(value: &redis::Value) -> Option<i64> {
     match value {
         redis::Value::Double(f) => Some(*f as i64),
         redis::Value::BulkString(b) => core::str::from_utf8(b)

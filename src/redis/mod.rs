@@ -146,6 +146,7 @@ mod builder;
 mod claimer;
 mod consumer;
 mod counters;
+mod dead_letters;
 mod error;
 mod held;
 mod hints;

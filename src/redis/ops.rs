@@ -1,7 +1,8 @@
 //! Every call of the queue, once: its checks, the script it runs and how
 //! its answer is read. [`Queue`](super::Queue) and
 //! [`AsyncQueue`](super::AsyncQueue) (and the consumers) are thin shells
-//! over these; the three that share script calls are in `batched.rs`.
+//! over these; the three that share script calls are in `batched.rs`,
+//! the dead letters' two in `dead_letters.rs`.
 
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
@@ -17,25 +18,22 @@ use super::keys::{Keys, Token};
 use super::link::{Ctx, Io};
 use super::lua::{lua, Lua};
 use super::options::micros;
-use super::outcome::{DeadLetter, Delivery, Nacked};
+use super::outcome::{Delivery, Nacked};
 use super::pending::Pending;
 use super::shared::Shared;
-use super::{
-    QueueError, MAX_DUE_MICROS, MAX_ID, MAX_LEASE, MAX_PAGE, MAX_PAYLOAD, MAX_RETRY_DELAY,
-};
+use super::{QueueError, MAX_DUE_MICROS, MAX_ID, MAX_LEASE, MAX_PAYLOAD, MAX_RETRY_DELAY};
 use crate::event::event;
 
 pub(super) use super::batched::{
     ack, ack_all, ack_async, cancel, cancel_async, schedule, schedule_async, schedule_many,
 };
+pub(super) use super::dead_letters::{dead_letters, purge_dead};
 
 lua!(NACK, "nack.lua", records);
 lua!(EXTEND, "extend.lua", records);
 lua!(REQUEUE, "requeue.lua", records);
 lua!(RESCHEDULE, "reschedule.lua", records);
-lua!(DEAD, "dead.lua", records);
 lua!(JOB, "job.lua");
-lua!(PURGE, "purge.lua", records);
 
 /// When a job is due: at a wall-clock time, or after a delay from the
 /// server's now (microseconds either way).
@@ -333,54 +331,6 @@ pub(super) fn extend(
     }))
 }
 
-pub(super) fn dead_letters(
-    s: &Shared,
-    limit: usize,
-) -> Result<Pending<Vec<DeadLetter>>, QueueError> {
-    let limit = limit.min(MAX_PAGE);
-    Ok(s.task(move |io, reply| async move {
-        if limit == 0 {
-            let _ = reply.send(Ok(Vec::new()));
-            return;
-        }
-        // The oldest `limit` of each partition, merged by when they died.
-        let mut all = Vec::new();
-        for part in io.ctx.parts().iter() {
-            let mut cmd = DEAD.command(&part.fixed);
-            cmd.arg(0).arg(limit - 1);
-            match io.script(&DEAD, &cmd).await.and_then(read_dead) {
-                Ok(mut some) => all.append(&mut some),
-                Err(err) => {
-                    let _ = reply.send(Err(err));
-                    return;
-                }
-            }
-        }
-        all.sort_by_key(|dead| dead.at);
-        all.truncate(limit);
-        let _ = reply.send(Ok(all));
-    }))
-}
-
-/// `dead.lua`'s answer: id, payload, attempts, when, per dead letter.
-fn read_dead(reply: Value) -> Result<Vec<DeadLetter>, QueueError> {
-    let items = array(reply)?;
-    Ok(items
-        .chunks(4)
-        .filter_map(|item| {
-            let [id, payload, attempts, at] = item else {
-                return None;
-            };
-            Some(DeadLetter {
-                id: String::from_utf8_lossy(&bytes(id.clone())).into_owned(),
-                payload: bytes(payload.clone()),
-                attempts: int(attempts).unwrap_or(0).try_into().unwrap_or(u32::MAX),
-                at: time_of(int(at).unwrap_or(0)),
-            })
-        })
-        .collect())
-}
-
 pub(super) fn job(s: &Shared, id: &str) -> Result<Pending<Option<JobInfo>>, QueueError> {
     check_id(id)?;
     let id = id.to_string();
@@ -413,41 +363,6 @@ fn read_job(id: String, reply: Value) -> Result<Option<JobInfo>, QueueError> {
         fence: int(&fence).unwrap_or(0).try_into().unwrap_or(0),
         at: int(&at).map(time_of),
         payload: bytes(payload),
-    }))
-}
-
-pub(super) fn purge_dead(s: &Shared, limit: usize) -> Result<Pending<usize>, QueueError> {
-    if limit == 0 || limit > MAX_PAGE {
-        return Err(QueueError::Argument("a purge removes from 1 to 1,000 jobs"));
-    }
-    Ok(s.task(move |io, reply| async move {
-        // Partition by partition, until `limit` are gone.
-        let mut purged = 0;
-        for part in io.ctx.parts().iter() {
-            if purged == limit {
-                break;
-            }
-            let token = Token::new();
-            let keys = keys_with(part, &[part.of_token("ans", &token)]);
-            let answer = script_with_retry_flag(&io, &PURGE, |again| {
-                let mut cmd = PURGE.command(&keys);
-                cmd.arg(limit - purged)
-                    .arg(token.bytes())
-                    .arg(u8::from(again));
-                cmd.arg(io.ctx.options.answer_ttl_ms());
-                cmd
-            })
-            .await
-            .map(|v| int(&v).unwrap_or(0).max(0) as usize);
-            match answer {
-                Ok(n) => purged += n.min(limit - purged),
-                Err(err) => {
-                    let _ = reply.send(if purged == 0 { Err(err) } else { Ok(purged) });
-                    return;
-                }
-            }
-        }
-        let _ = reply.send(Ok(purged));
     }))
 }
 

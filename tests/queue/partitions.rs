@@ -16,7 +16,7 @@ use tickwheel::redis::{Acked, Cancelled, Cursor, Nacked, Queue, QueueError, Sche
 
 use crate::queues;
 use crate::redis_server;
-use queues::{builder, take, MS};
+use queues::{builder, partition_of, take, MS};
 use redis_server::RedisServer;
 
 fn partitioned(server: &RedisServer, n: u16) -> Queue {
@@ -177,6 +177,51 @@ fn calls_by_id_find_their_partition() {
     assert_eq!(back[0].id, ids[10]);
 }
 
+/// `purge_dead` removes the oldest dead letters first across partitions
+/// (sync and async alike): it once went partition by partition, so with
+/// `old-0` (partition 3) dead before `young-2` (partition 0), a purge of
+/// one removed `young-2`.
+#[test]
+fn purge_dead_removes_the_oldest_first_across_partitions() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let q = builder(&server)
+        .partitions(4)
+        .max_attempts(1)
+        .connect()
+        .unwrap();
+    let consumer = q.consumer().unwrap();
+    // Dead in this order, in partitions 3, 0, 2 and 1.
+    let ids: Vec<String> = [(3, "old"), (0, "young"), (2, "younger"), (1, "youngest")]
+        .iter()
+        .map(|&(part, prefix)| queues::id_in(prefix, part, 4))
+        .collect();
+    for id in &ids {
+        q.schedule_in(id, Duration::ZERO, b"").unwrap();
+        let job = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+        assert_eq!(consumer.nack(&job, MS).unwrap(), Nacked::DeadLettered);
+        std::thread::sleep(MS * 2);
+    }
+    let dead = |q: &Queue| -> Vec<String> {
+        q.dead_letters(10)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.id)
+            .collect()
+    };
+    assert_eq!(dead(&q), ids);
+    assert_eq!(q.purge_dead(1).unwrap(), 1);
+    assert_eq!(dead(&q), ids[1..], "the oldest went first");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let purged = runtime.block_on(q.to_async().purge_dead(2)).unwrap();
+    assert_eq!(purged, 2);
+    assert_eq!(dead(&q), ids[3..], "the oldest went first (async)");
+}
+
 /// 300 jobs over 4 partitions, listed in pages of 37: each once; the
 /// pages go partition after partition, in due order within each, and
 /// cursors of later partitions print with their partition and parse back.
@@ -309,17 +354,6 @@ fn retention_holds_in_every_partition() {
     // Every partition's records went (a hash with none is no key).
     assert_eq!(partition_keys(&server, "jobs"), Vec::<String>::new());
     assert_eq!(q.metrics().trimmed, 1_000);
-}
-
-/// A partition's id, as the queue computes it (FNV-1a 64 of the id's
-/// bytes, modulo the count): part of the data format.
-fn partition_of(id: &str, n: u64) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in id.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash % n
 }
 
 /// Without hints, a job in a quiet partition is found by that

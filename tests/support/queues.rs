@@ -18,6 +18,26 @@ pub(crate) fn builder(server: &RedisServer) -> QueueBuilder {
     Queue::builder(&server.url(), "orders")
 }
 
+/// The partition of job `id` in a queue of `n`, as the queue computes it
+/// (`Partitions::of` in `src/redis/partitions.rs`: FNV-1a 64 of the id's
+/// bytes, modulo the count): part of the data format.
+pub(crate) fn partition_of(id: &str, n: u64) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash % n
+}
+
+/// An id `{prefix}-{i}` (the first such `i`) of partition `part` of `n`.
+pub(crate) fn id_in(prefix: &str, part: u64, n: u64) -> String {
+    (0..)
+        .map(|i| format!("{prefix}-{i}"))
+        .find(|id| partition_of(id, n) == part)
+        .expect("some id falls in every partition")
+}
+
 /// Fetches until `n` jobs came or `within` passed; acks each. Each fetch
 /// waits for the rest of the time, so jobs not due at its start arrive
 /// only through the consumer's own wake-ups.
