@@ -37,7 +37,7 @@ use crate::persist::{MisfirePolicy, OnMissed};
 pub struct QueueBuilder {
     target: Result<Target, QueueError>,
     name: String,
-    options: Options,
+    pub(super) options: Options,
     tls: Option<redis::TlsCertificates>,
     runtime: Option<tokio::runtime::Handle>,
 }

@@ -285,8 +285,10 @@ pub(super) fn jitter(base: Duration) -> Duration {
 pub(super) async fn serve(io: Io, lanes: Arc<LaneSet>, mut rx: mpsc::UnboundedReceiver<Request>) {
     let mut tasks = JoinSet::new();
     let mut daemons = JoinSet::new();
-    // A retention trimmer for each partition.
-    for part in 0..io.ctx.parts().len() {
+    // A retention trimmer for each partition; none on a handle that only
+    // looks into an existing queue, whose retention (the default, say) may
+    // be shorter than its processes' own.
+    for part in (0..io.ctx.parts().len()).filter(|_| !io.ctx.options.existing) {
         daemons.spawn(super::retention::trimmer(io.clone(), part));
     }
     loop {

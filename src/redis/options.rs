@@ -29,6 +29,9 @@ pub(super) struct Options {
     /// Partitions of the queue (see `keys.rs`); `None`: as stored, or 1
     /// for a new queue.
     pub(super) partitions: Option<u16>,
+    /// Connect to an existing queue only, storing nothing
+    /// (`QueueBuilder::existing_only`).
+    pub(super) existing: bool,
 }
 
 /// The most partitions a queue can have.
@@ -68,6 +71,7 @@ impl Default for Options {
             replicas: 0,
             replica_timeout: Duration::from_secs(1),
             partitions: None,
+            existing: false,
         }
     }
 }

@@ -27,7 +27,7 @@ use super::link::{Ctx, Io};
 use super::lua::lua;
 use super::options::MAX_PARTITIONS;
 use super::server::Conn;
-use super::QueueError;
+use super::{QueueBuilder, QueueError};
 
 /// Every partition's keys, and which partition a job id lives in.
 #[derive(Debug)]
@@ -105,9 +105,33 @@ impl Partitions {
 
 lua!(PARTITIONS, "partitions.lua");
 
+impl QueueBuilder {
+    /// Connects only to a queue that exists, and writes nothing but what
+    /// its calls ask for: [`connect`](Self::connect) reads the queue's
+    /// partition count where it would store one for a new queue, and fails
+    /// with [`QueueError::Connect`] on a queue with no keys at all; and the
+    /// queue forgets no ended jobs on a schedule of its own (see
+    /// [`retention`](Self::retention)), leaving that to the queue's other
+    /// processes, whose retention may be longer than this builder's. For
+    /// tools that inspect queues (`tickwheel-admin` uses it): a mistyped
+    /// name is then an error, not a new empty queue whose stored partition
+    /// count a later builder would have to match.
+    ///
+    /// ```
+    /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
+    /// let b = b.existing_only();
+    /// # drop(b);
+    /// ```
+    pub fn existing_only(mut self) -> Self {
+        self.options.existing = true;
+        self
+    }
+}
+
 /// Learns the queue's partition count (storing the builder's, or 1, if
-/// the queue has none), refuses a builder whose count differs (ids would
-/// move), and sets the partitions up.
+/// the queue has none; refusing a queue with no keys if it must exist),
+/// refuses a builder whose count differs (ids would move), and sets the
+/// partitions up.
 pub(super) async fn set_partitions(ctx: &Arc<Ctx>, conn: &Conn) -> Result<(), QueueError> {
     let io = Io {
         conn: conn.clone(),
@@ -119,8 +143,15 @@ pub(super) async fn set_partitions(ctx: &Arc<Ctx>, conn: &Conn) -> Result<(), Qu
     let keys = [count_key.as_str(), one.due(), one.fixed[1].as_str()];
     let mut cmd = PARTITIONS.command(&keys);
     let wanted = ctx.options.partitions;
-    cmd.arg(wanted.map_or(String::new(), |n| n.to_string()));
+    cmd.arg(wanted.map_or(String::new(), |n| n.to_string()))
+        .arg(u8::from(ctx.options.existing));
     let have = io.script(&PARTITIONS, &cmd).await?;
+    if have == redis::Value::Nil {
+        return Err(QueueError::Connect(alloc::format!(
+            "no queue `{}` here (it has no keys: is the name right?)",
+            ctx.name
+        )));
+    }
     let have = super::ops::int(&have)
         .or_else(|| {
             core::str::from_utf8(&super::ops::bytes(have))

@@ -7,6 +7,7 @@
 extern crate alloc;
 
 mod admin_cli;
+mod admin_edges;
 mod admin_journal;
 mod admin_tool;
 mod async_api;

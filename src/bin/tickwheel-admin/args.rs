@@ -67,7 +67,8 @@ pub(crate) enum Command {
     Requeue {
         /// The dead letter's id.
         id: Option<String>,
-        /// Every dead letter, a page at a time.
+        /// Every dead letter there when it starts (those that die again
+        /// while it runs stay dead).
         #[arg(long)]
         all: bool,
     },

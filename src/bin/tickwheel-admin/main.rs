@@ -40,7 +40,11 @@ fn main() -> ExitCode {
         _ => None,
     };
     let done = match (builder, &cli.journal) {
+        // An admin tool inspects queues: it creates none (a mistyped name
+        // would store a partition count that later builders must match),
+        // and forgets no ended jobs by its own retention.
         (Some((builder, name)), None) => builder
+            .existing_only()
             .connect()
             .map_err(|err| format!("cannot open queue {name:?}: {err}"))
             .and_then(|queue| queue_commands::run(&queue, cli.command, &out)),

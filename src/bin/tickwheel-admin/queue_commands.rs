@@ -2,6 +2,7 @@
 //! library's paged calls (O(log n + page) in Redis), never a scan; bulk
 //! changes (`requeue --all`, `purge dead`) go a bounded batch per call.
 
+use std::collections::HashSet;
 use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
@@ -64,8 +65,8 @@ pub(crate) enum NextDue {
     At(SystemTime),
     /// No job waits.
     Nothing,
-    /// More jobs in flight lie ahead of the first waiting one than it
-    /// reads (it once said nothing, as if none waited).
+    /// More jobs in flight lie ahead of the waiting ones than it reads (it
+    /// once said nothing, as if none waited).
     Unknown,
 }
 
@@ -89,30 +90,41 @@ impl NextDue {
     }
 }
 
-/// Most pages `next_due` reads.
+/// Most pages without a waiting job `next_due` reads.
 const PAGES: usize = 100;
 
-/// The earliest waiting job: the first job of the pending listing, read a
-/// page at a time past jobs in flight (which share its order), at most
-/// [`PAGES`] pages.
-pub(crate) fn next_due(queue: &Queue) -> Result<NextDue, QueueError> {
+/// The earliest waiting job, or `known` (a due time already seen) if none
+/// is earlier. The pending listing goes partition after partition, each
+/// in due order, so its first job is only its first partition's earliest:
+/// this reads on, each page bounded below the earliest found so far, so
+/// a partition's later jobs end its part of the listing at once. Pages
+/// holding only jobs in flight (which share the order) count towards
+/// [`PAGES`]; a page with a waiting job makes the bound earlier.
+pub(crate) fn next_due(queue: &Queue, known: Option<SystemTime>) -> Result<NextDue, QueueError> {
+    let mut best = known;
     let mut after: Option<Cursor> = None;
-    for _ in 0..PAGES {
-        let page = queue.pending(.., MAX_PAGE, after.as_ref())?;
-        if let Some(job) = page.jobs.first() {
-            return Ok(NextDue::At(job.due));
+    let mut idle = 0;
+    loop {
+        let page = match best {
+            Some(best) => queue.pending(..best, MAX_PAGE, after.as_ref())?,
+            None => queue.pending(.., MAX_PAGE, after.as_ref())?,
+        };
+        // A page may span partitions: its first job need not be earliest.
+        match page.jobs.iter().map(|job| job.due).min() {
+            Some(due) => best = Some(due),
+            None => idle += 1,
         }
         match page.next {
-            Some(next) => after = Some(next),
-            None => return Ok(NextDue::Nothing),
+            Some(next) if idle < PAGES => after = Some(next),
+            Some(_) => return Ok(NextDue::Unknown),
+            None => return Ok(best.map_or(NextDue::Nothing, NextDue::At)),
         }
     }
-    Ok(NextDue::Unknown)
 }
 
 fn stats(queue: &Queue, out: &Out) -> Result<(), String> {
     let (live, dead) = queue.len().map_err(failed)?;
-    let next = next_due(queue).map_err(failed)?;
+    let next = next_due(queue, None).map_err(failed)?;
     out.record(&[
         ("type", "stats".into()),
         ("live", live.into()),
@@ -219,22 +231,33 @@ fn requeue_one(queue: &Queue, id: &str, out: &Out) -> Result<(), String> {
     Ok(())
 }
 
-/// Every dead letter, a page at a time from a cursor: a requeued job
-/// leaves the dead set, and the cursor names a place, so none is missed
-/// and none is read twice.
+/// The dead letters there at the start: their ids are read first, a page
+/// at a time, then each is requeued. Going a page at a time and
+/// requeuing as it read never ended while the requeued jobs kept failing:
+/// each went to the end of the dead set, ahead of the cursor, to be read
+/// and requeued again. Holds the ids (tens of bytes each) while it runs.
 fn requeue_all(queue: &Queue, out: &Out) -> Result<(), String> {
     let mut after: Option<Cursor> = None;
-    let mut requeued = 0u64;
+    let mut ids = Vec::new();
+    let mut seen = HashSet::new();
     loop {
         let page = queue.dead(MAX_PAGE, after.as_ref()).map_err(failed)?;
-        for job in &page.jobs {
-            if queue.requeue(&job.id).map_err(failed)? {
-                requeued += 1;
-            }
-        }
+        // A job requeued by another client may die again and be read twice.
+        ids.extend(
+            page.jobs
+                .into_iter()
+                .map(|job| job.id)
+                .filter(|id| seen.insert(id.clone())),
+        );
         match page.next {
             Some(next) => after = Some(next),
             None => break,
+        }
+    }
+    let mut requeued = 0u64;
+    for id in &ids {
+        if queue.requeue(id).map_err(failed)? {
+            requeued += 1;
         }
     }
     out.record(&[("type", "requeue".into()), ("requeued", requeued.into())]);

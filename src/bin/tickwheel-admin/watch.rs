@@ -1,7 +1,9 @@
 //! `watch`: the queue's counts refreshed in place, with what this process
 //! can see of lateness (how overdue the due jobs still waiting are, from
 //! the head of the listing) and a sparkline of the live count over the
-//! last minute. Each refresh costs two commands and one page of 100.
+//! last minute. Each refresh costs the counts (a pipeline per partition),
+//! one page of 100, and the search for the next due time, bounded by that
+//! page's earliest (see `next_due`).
 
 use alloc::collections::VecDeque;
 use core::time::Duration;
@@ -119,13 +121,9 @@ fn read(
         live_rate,
         dead_rate,
         more_due: page.next.is_some() && overdue.len() == SAMPLE,
-        next_due: match overdue.is_empty() {
-            true => next_due(queue)?,
-            false => page
-                .jobs
-                .first()
-                .map_or(NextDue::Nothing, |job| NextDue::At(job.due)),
-        },
+        // The sample's earliest bounds the search: only earlier jobs, in
+        // partitions the sample did not reach, are read.
+        next_due: next_due(queue, page.jobs.iter().map(|job| job.due).min())?,
         overdue,
     })
 }

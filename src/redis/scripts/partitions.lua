@@ -1,14 +1,19 @@
 -- KEYS: the queue's partition count; the one-partition layout's due and
--- jobs. ARGV: the count this client asks for, or '' to take the queue's.
+-- jobs. ARGV: the count this client asks for, or '' to take the queue's;
+-- '1' to connect to an existing queue only.
 -- Stores a count if the queue has none and answers the queue's count. A
 -- queue with no count stored (new, or made before counts were) has the
 -- count asked for, or one if none was; but one that holds jobs in the
--- one-partition layout has one partition.
+-- one-partition layout has one partition. To an existing queue only, it
+-- stores nothing, and answers nil for a queue with neither count nor jobs.
 local have = redis.call('GET', KEYS[1])
 if have then return have end
-local count = ARGV[1]
-if count == '' or redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
-  count = '1'
+local old = redis.call('EXISTS', KEYS[2], KEYS[3]) > 0
+if ARGV[2] == '1' then
+  if old then return '1' end
+  return false
 end
+local count = ARGV[1]
+if count == '' or old then count = '1' end
 redis.call('SET', KEYS[1], count)
 return count
