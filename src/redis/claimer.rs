@@ -53,17 +53,15 @@ use super::batched::AckJob;
 use super::counters::bump;
 use super::knowledge::{far_future, poll_gap, Knowledge};
 use super::link::{Hint, Io};
-use super::lua::lua;
-use super::ops::{array, int, keys_with};
+use super::ops::{array, int};
 use super::outage::{all_down, downs, failed};
 use super::outcome::{Acked, Delivery};
 use super::pending::Reply;
+use super::release::{release, release_abandoned};
 use super::round::{claim_round, spread};
 use super::QueueError;
 use crate::event::event;
 use crate::timer::{Inline, Task, Timer};
-
-lua!(RELEASE, "release.lua", records);
 
 /// A waiting `fetch`, and the acks it carries (`ack_and_fetch`).
 pub(super) struct Fetch {
@@ -443,62 +441,5 @@ pub(super) fn score(value: &redis::Value) -> Option<i64> {
             .ok()
             .map(|f| f as i64),
         other => int(other),
-    }
-}
-
-/// Hands jobs back without spending an attempt (see `release.lua`), a
-/// script call per partition.
-/// Hands back the jobs that claims given up on leased (their shard ran
-/// them late, a stalled shard's queued calls once it resumes): each claim
-/// kept what it leased in its replay record, and `release.lua` reads it.
-/// Nobody got those jobs, so no attempt is spent, and they need not wait
-/// out a lease. Twice, the second a second later, in case a claim still
-/// queued on another connection runs after the first pass.
-fn release_abandoned(io: &Io, part: usize, tokens: Vec<super::keys::Token>) {
-    if tokens.is_empty() {
-        return;
-    }
-    let io = io.clone();
-    tokio::spawn(async move {
-        let keys = io.ctx.parts().get(part);
-        let misfire = u8::from(io.ctx.options.on_missed != "fire");
-        for pass in 0..2 {
-            if pass == 1 {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            for token in &tokens {
-                let mut cmd = RELEASE.command(&keys_with(keys, &[keys.of_token("claim", token)]));
-                cmd.arg(&keys.channel).arg(misfire);
-                if let Ok(back) = io.script(&RELEASE, &cmd).await {
-                    let back = int(&back).unwrap_or(0).max(0) as u64;
-                    bump(&io.ctx.counters.released, back);
-                }
-            }
-        }
-    });
-}
-
-pub(super) async fn release(io: &Io, jobs: &[Delivery]) {
-    for (part, keys) in io.ctx.parts().iter().enumerate() {
-        let mine: Vec<&Delivery> = jobs
-            .iter()
-            .filter(|job| io.ctx.parts().of(&job.id) == part)
-            .collect();
-        if mine.is_empty() {
-            continue;
-        }
-        let mut cmd = RELEASE.command(&keys.fixed);
-        cmd.arg(&keys.channel)
-            .arg(u8::from(io.ctx.options.on_missed != "fire"));
-        for job in mine {
-            cmd.arg(&job.id).arg(job.fence);
-            io.ctx.counters.held.settle(&job.id, job.fence);
-        }
-        if let Ok(back) = io.script(&RELEASE, &cmd).await {
-            bump(
-                &io.ctx.counters.released,
-                int(&back).unwrap_or(0).max(0) as u64,
-            );
-        }
     }
 }

@@ -131,7 +131,7 @@ impl ClaimLoop {
                     back.send(ToClaimer::Return(jobs))
                 {
                     drop(shared.task(move |io, reply| async move {
-                        claimer::release(&io, &jobs).await;
+                        super::release::release(&io, &jobs).await;
                         let _ = reply.send(Ok(()));
                     }));
                 }

@@ -167,6 +167,7 @@ mod outcome;
 mod partitions;
 mod pending;
 mod queue;
+mod release;
 mod retention;
 mod round;
 mod schedule_calls;
