@@ -39,7 +39,10 @@
 //! passed) go to the next waiting fetch, or are handed back at once
 //! (`release.lua`), not counted as an attempt; those that reached a future
 //! dropped before it read them are handed back (their lease may have run
-//! out meanwhile: the release checks the fence).
+//! out meanwhile: the release checks the fence). A claim given up on
+//! while its shard stalled may still run when the shard resumes: once a
+//! probe finds the shard back, what it leased is handed back too, read
+//! from its replay record (`release.rs`).
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
