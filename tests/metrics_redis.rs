@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
 
 use metrics_util::debugging::{DebuggingRecorder, Snapshotter};
-use tickwheel::redis::{Acked, Cancelled, Nacked, Queue, Scheduled};
+use tickwheel::redis::{Acked, Cancelled, Delivery, Nacked, Queue, Scheduled};
 
 #[path = "support/recorded.rs"]
 mod recorded;
@@ -204,17 +204,7 @@ fn held_jobs_follow_deliveries_settles_and_leases() {
         .connect()
         .unwrap();
     let consumer = queue.consumer().unwrap();
-    for i in 0..5 {
-        queue.schedule_in(&format!("job {i}"), MS, b"").unwrap();
-    }
-    let mut got = Vec::new();
-    while got.len() < 5 {
-        got.extend(
-            consumer
-                .fetch(5 - got.len(), Duration::from_secs(5))
-                .unwrap(),
-        );
-    }
+    let got = five_held(&queue, &consumer);
     let me = [("queue", "holding")];
     let held = held_reader(snapshotter, &me);
     let held = || {
@@ -236,6 +226,22 @@ fn held_jobs_follow_deliveries_settles_and_leases() {
     assert_eq!(held(), 1.0);
     assert_eq!(consumer.ack(&got[2]).unwrap(), Acked::Acked);
     assert_eq!(held(), 0.0);
+}
+
+/// Five jobs scheduled by `producer`, each fetched by `consumer` and held.
+fn five_held(producer: &Queue, consumer: &tickwheel::redis::Consumer) -> Vec<Delivery> {
+    for i in 0..5 {
+        producer.schedule_in(&format!("job {i}"), MS, b"").unwrap();
+    }
+    let mut got = Vec::new();
+    while got.len() < 5 {
+        got.extend(
+            consumer
+                .fetch(5 - got.len(), Duration::from_secs(5))
+                .unwrap(),
+        );
+    }
+    got
 }
 
 /// Reads the held gauge of `labels`: the gauge's changes are added up
@@ -266,17 +272,7 @@ fn two_handles_of_a_queue_add_up_in_the_held_gauge() {
     let consuming = Queue::connect(&server.url(), "two-handles").unwrap();
     let consumer = consuming.consumer().unwrap();
     let producing = Queue::connect(&server.url(), "two-handles").unwrap();
-    for i in 0..5 {
-        producing.schedule_in(&format!("job {i}"), MS, b"").unwrap();
-    }
-    let mut got = Vec::new();
-    while got.len() < 5 {
-        got.extend(
-            consumer
-                .fetch(5 - got.len(), Duration::from_secs(5))
-                .unwrap(),
-        );
-    }
+    let got = five_held(&producing, &consumer);
     let me = [("queue", "two-handles")];
     let held = held_reader(snapshotter, &me);
     // Both handles show their count, the producer's last.

@@ -87,7 +87,7 @@ macro_rules! lua {
             std::sync::LazyLock::new(|| {
                 $crate::redis::lua::Lua::new(
                     concat!(
-                        include_str!("scripts/superseded.lua"),
+                        include_str!("scripts/schedule_calls.lua"),
                         include_str!(concat!("scripts/", $file))
                     ),
                     false,

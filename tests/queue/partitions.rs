@@ -115,6 +115,15 @@ fn eight_partitions_deliver_every_job_once_and_never_early() {
     assert_eq!(q.len().unwrap(), (0, 0));
 }
 
+/// A queue of four partitions whose jobs get one attempt each.
+fn four_partitions_one_attempt(server: &RedisServer) -> tickwheel::redis::Queue {
+    builder(server)
+        .partitions(4)
+        .max_attempts(1)
+        .connect()
+        .unwrap()
+}
+
 /// Cancel, reschedule, show, nack to the dead letters, requeue and purge,
 /// each for ids that fall in different partitions.
 #[test]
@@ -122,11 +131,7 @@ fn calls_by_id_find_their_partition() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let q = builder(&server)
-        .partitions(4)
-        .max_attempts(1)
-        .connect()
-        .unwrap();
+    let q = four_partitions_one_attempt(&server);
     let ids: Vec<String> = (0..40).map(|i| format!("job-{i}")).collect();
     for id in &ids {
         q.schedule_in(id, Duration::from_secs(3_600), id.as_bytes())
@@ -186,11 +191,7 @@ fn purge_dead_removes_the_oldest_first_across_partitions() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let q = builder(&server)
-        .partitions(4)
-        .max_attempts(1)
-        .connect()
-        .unwrap();
+    let q = four_partitions_one_attempt(&server);
     let consumer = q.consumer().unwrap();
     // Dead in this order, in partitions 3, 0, 2 and 1.
     let ids: Vec<String> = [(3, "old"), (0, "young"), (2, "younger"), (1, "youngest")]

@@ -154,19 +154,18 @@ fn a_claim_whose_reply_was_lost_gets_the_same_jobs_without_spending_an_attempt()
     assert!(queue.dead_letters(10).unwrap().is_empty());
 }
 
-/// Redis frozen for 3 s while a claim waits for it, with a 300 ms I/O
-/// timeout (so the claim is sent again and again) and `max_attempts(1)`:
-/// when Redis wakes, the first claim leases the jobs and every retry gets
-/// the same ones; nothing is dead-lettered for a delivery nobody received.
-#[test]
-fn a_stalled_redis_does_not_dead_letter_jobs_nobody_received() {
-    let Some(server) = RedisServer::start_or_skip() else {
-        return;
-    };
+/// A queue of one attempt, leases of `lease`, calls retried for `retry`
+/// with a 300 ms I/O timeout, twenty jobs due, and then Redis stalled
+/// (SIGSTOP) before any consumer claimed them.
+fn twenty_due_then_stalled(
+    server: &RedisServer,
+    lease: Duration,
+    retry: Duration,
+) -> (Queue, tickwheel::redis::Consumer) {
     let queue = Queue::builder(&server.url(), "orders")
-        .lease(Duration::from_millis(1500))
+        .lease(lease)
         .max_attempts(1)
-        .retry(Duration::from_secs(10), 300 * MS)
+        .retry(retry, 300 * MS)
         .connect()
         .unwrap();
     let consumer = queue.consumer().unwrap();
@@ -177,6 +176,19 @@ fn a_stalled_redis_does_not_dead_letter_jobs_nobody_received() {
     }
     std::thread::sleep(10 * MS);
     server.stop_signal();
+    (queue, consumer)
+}
+
+/// Redis frozen for 3 s while a claim waits for it, with a 300 ms I/O
+/// timeout (so the claim is sent again and again) and `max_attempts(1)`:
+/// when Redis wakes, the first claim leases the jobs and every retry gets
+/// the same ones; nothing is dead-lettered for a delivery nobody received.
+#[test]
+fn a_stalled_redis_does_not_dead_letter_jobs_nobody_received() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let (queue, consumer) = twenty_due_then_stalled(&server, 1500 * MS, Duration::from_secs(10));
     let resume = std::thread::spawn({
         let pid = server.pid();
         move || {
@@ -215,19 +227,8 @@ fn a_claim_given_up_on_hands_its_jobs_back_when_redis_resumes() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let queue = Queue::builder(&server.url(), "orders")
-        .lease(Duration::from_secs(60))
-        .max_attempts(1)
-        .retry(Duration::from_secs(1), 300 * MS)
-        .connect()
-        .unwrap();
-    let consumer = queue.consumer().unwrap();
-    assert!(consumer.fetch(1, Duration::ZERO).unwrap().is_empty());
-    for i in 0..20 {
-        queue.schedule_in(&format!("s{i}"), MS, b"").unwrap();
-    }
-    std::thread::sleep(10 * MS);
-    server.stop_signal();
+    let (queue, consumer) =
+        twenty_due_then_stalled(&server, Duration::from_secs(60), Duration::from_secs(1));
     // The claim this fetch sends waits in the stalled server's socket.
     assert!(consumer.fetch(20, Duration::from_secs(2)).is_err());
     std::thread::sleep(Duration::from_secs(1));

@@ -120,26 +120,18 @@ fn an_unchanged_upsert_makes_runs_an_earlier_call_did_not() {
     // A scheduler's record as an upsert stores it, copied to a key whose
     // call stopped there: stored, horizon now, no run made.
     queue.upsert_schedule("model", &hourly, b"p").unwrap();
-    let mut redis = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    let [records, payloads] = ["tw:{orders}:schedules", "tw:{orders}:schedule-payloads"];
-    let model: String = redis::cmd("HGET")
-        .arg(records)
-        .arg("model")
-        .query(&mut redis)
-        .unwrap();
+    let (mut redis, model) = beside(&server, "model");
+    let [records, payloads] = [hash("schedules"), hash("schedule-payloads")];
     let timetable = model.splitn(3, '\n').nth(2).unwrap();
     let now: (String, String) = redis::cmd("TIME").query(&mut redis).unwrap();
     let stored = format!("1\n{}{:0>6}\n{timetable}", now.0, now.1);
     let _: () = redis::pipe()
         .cmd("HSET")
-        .arg(records)
+        .arg(&records)
         .arg("hourly")
         .arg(stored)
         .cmd("HSET")
-        .arg(payloads)
+        .arg(&payloads)
         .arg("hourly")
         .arg("p")
         .query(&mut redis)
@@ -153,6 +145,26 @@ fn an_unchanged_upsert_makes_runs_an_earlier_call_did_not() {
     assert_eq!(made.len(), 1, "no run was made: {made:?}");
 }
 
+/// The queue `orders`' hash `name`.
+fn hash(name: &str) -> String {
+    format!("tw:{{orders}}:{name}")
+}
+
+/// A connection to `server` beside the queue's, and scheduler `key`'s
+/// record as stored.
+fn beside(server: &RedisServer, key: &str) -> (redis::Connection, String) {
+    let mut redis = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let record: String = redis::cmd("HGET")
+        .arg(hash("schedules"))
+        .arg(key)
+        .query(&mut redis)
+        .unwrap();
+    (redis, record)
+}
+
 /// As an update whose script ran but whose cancels did not (Redis went
 /// right after): the old record is left among the superseded, its run
 /// still waiting. The next upsert, though unchanged, cancels it.
@@ -164,16 +176,7 @@ fn an_update_that_stopped_before_its_cancels_is_finished_by_the_next_call() {
     let (_proxy, queue) = through_proxy(&server);
     let hourly = Schedule::every(Duration::from_secs(3600));
     queue.upsert_schedule("hourly", &hourly, b"old").unwrap();
-    let mut redis = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    let hash = |name: &str| format!("tw:{{orders}}:{name}");
-    let old: String = redis::cmd("HGET")
-        .arg(hash("schedules"))
-        .arg("hourly")
-        .query(&mut redis)
-        .unwrap();
+    let (mut redis, old) = beside(&server, "hourly");
     let (version, rest) = old.split_once('\n').unwrap();
     let timetable = rest.split_once('\n').unwrap().1;
     let now: (String, String) = redis::cmd("TIME").query(&mut redis).unwrap();
@@ -218,16 +221,7 @@ fn a_removal_that_stopped_before_its_cancels_is_finished_by_the_next_call() {
     let (_proxy, queue) = through_proxy(&server);
     let hourly = Schedule::every(Duration::from_secs(3600));
     queue.upsert_schedule("hourly", &hourly, b"p").unwrap();
-    let mut redis = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    let hash = |name: &str| format!("tw:{{orders}}:{name}");
-    let old: String = redis::cmd("HGET")
-        .arg(hash("schedules"))
-        .arg("hourly")
-        .query(&mut redis)
-        .unwrap();
+    let (mut redis, old) = beside(&server, "hourly");
     let _: () = redis::pipe()
         .cmd("HDEL")
         .arg(hash("schedules"))

@@ -6,10 +6,8 @@
 -- superseded. Answers {1 if there was one else 0, then the key's
 -- superseded records as (field, record) pairs: the caller cancels their
 -- runs}; a retry whose first attempt ran answers what that attempt did.
-if ARGV[3] == '1' then
-  local kept = redis.call('GET', KEYS[5])
-  if kept then return cmsgpack.unpack(kept) end
-end
+local kept = kept_answer(ARGV[3], KEYS[5])
+if kept then return kept end
 local key = ARGV[1]
 local old = redis.call('HGET', KEYS[1], key)
 local answer = {0}

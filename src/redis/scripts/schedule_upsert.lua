@@ -13,10 +13,8 @@
 -- version now, the server's now, then the key's superseded records as
 -- (field, record) pairs: the caller cancels their runs}; a retry whose
 -- first attempt ran answers what that attempt did.
-if ARGV[5] == '1' then
-  local kept = redis.call('GET', KEYS[5])
-  if kept then return cmsgpack.unpack(kept) end
-end
+local kept = kept_answer(ARGV[5], KEYS[5])
+if kept then return kept end
 local key = ARGV[1]
 local old = redis.call('HGET', KEYS[1], key)
 -- A key added again goes on from its last version: its new runs' ids are

@@ -1,4 +1,15 @@
--- For the job scheduler calls: appends to `out` the superseded records of
+-- The job scheduler calls' shared helpers.
+
+-- The answer a call kept for its retry (`key`), if this is one (`again`
+-- is '1') and its first attempt ran; nil otherwise.
+local function kept_answer(again, key)
+  if again ~= '1' then return nil end
+  local kept = redis.call('GET', key)
+  if kept then return cmsgpack.unpack(kept) end
+  return nil
+end
+
+-- Appends to `out` the superseded records of
 -- scheduler `key` kept in hash `hash` ('key\nversion' -> record), as
 -- (field, record) pairs. The hash holds only records whose runs a call
 -- has not yet cancelled, so it is read whole.
