@@ -93,7 +93,7 @@ pub(super) fn upsert(
             let horizon = Record::parse(&text).ok_or_else(malformed)?.horizon;
             if due_for_runs(horizon, now) {
                 let instants = plan(&schedule, horizon, now);
-                make_runs(&io, &key, version, horizon, &instants).await?;
+                make_runs(&io, &key, version, &instants).await?;
             }
             io.ctx.schedules_wake.notify_one();
             Ok(upserted)
@@ -109,9 +109,13 @@ pub(super) fn upsert(
 async fn settle_superseded(io: &Io, key: &str, pairs: &[redis::Value]) -> Result<(), QueueError> {
     let [.., superseded] = hashes(&io.ctx);
     for pair in pairs.chunks_exact(2) {
-        let record = String::from_utf8_lossy(&bytes(pair[1].clone())).into_owned();
-        if let Some(record) = Record::parse(&record) {
-            cancel_runs(io, key, &record).await?;
+        // When it was superseded, then the record.
+        let value = String::from_utf8_lossy(&bytes(pair[1].clone())).into_owned();
+        let parsed = value
+            .split_once('\n')
+            .and_then(|(at, record)| Some((at.parse().ok()?, Record::parse(record)?)));
+        if let Some((at, record)) = parsed {
+            cancel_runs(io, key, &record, at).await?;
         }
         let mut forget = redis::cmd("HDEL");
         forget.arg(&superseded).arg(bytes(pair[0].clone()));

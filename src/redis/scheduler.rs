@@ -24,9 +24,10 @@
 //! server's clock in one call and, for each scheduler whose horizon is
 //! less than half the lookahead (1 s) ahead, makes the runs of the
 //! instants up to two seconds ahead (at least the next one, however far:
-//! a daily run is made a day ahead), then moves the horizon with a
-//! compare-and-set on (version, horizon). Two consumers that race make the
-//! same ids (the second is told `Exists`) and one horizon move wins. The
+//! a daily run is made a day ahead), then moves the horizon up to the last
+//! of them if the version is still the same (never back). Two consumers
+//! that race make the same ids (the second is told `Exists`), and the
+//! horizon ends past every run either made. The
 //! task sleeps until the earliest horizon less half the lookahead, at most
 //! a minute (so a scheduler made elsewhere is found), and wakes early when
 //! a consumer of this process is handed a run (its scheduler may have
@@ -236,12 +237,11 @@ pub(super) fn due_for_runs(horizon: i64, now: i64) -> bool {
 }
 
 /// Makes the runs of `instants` for scheduler `key` and moves its horizon
-/// from `seen` to the last of them.
+/// up to the last of them.
 pub(super) async fn make_runs(
     io: &Io,
     key: &str,
     version: u64,
-    seen: i64,
     instants: &[i64],
 ) -> Result<(), QueueError> {
     let Some(&last) = instants.last() else {
@@ -257,7 +257,7 @@ pub(super) async fn make_runs(
         .collect::<Result<Vec<_>, _>>()?;
     run_direct(io, runs).await?;
     let mut cmd = ADVANCE.command(&[records]);
-    cmd.arg(key).arg(version).arg(seen).arg(last);
+    cmd.arg(key).arg(version).arg(last);
     let moved = io.script(&ADVANCE, &cmd).await?;
     if super::ops::int(&moved) == Some(-1) {
         // Changed or removed while these were made: the upsert or removal
@@ -272,15 +272,29 @@ pub(super) async fn make_runs(
 }
 
 /// Cancels the runs of a changed or removed scheduler's `record` still
-/// waiting: those of its latest [`MAX_RUNS`] instants up to its horizon,
-/// overdue ones included (consumers down or behind leave runs waiting
-/// past their time; they were once left to run after the removal).
-pub(super) async fn cancel_runs(io: &Io, key: &str, record: &Record<'_>) -> Result<(), QueueError> {
+/// waiting, the record superseded at server time `at`: those of its
+/// latest [`MAX_RUNS`] instants up to the furthest any maker of it may
+/// have made, overdue ones included (consumers down or behind leave runs
+/// waiting past their time; they were once left to run after the
+/// removal). That is past its horizon if a maker made runs and then
+/// failed to move the horizon: a maker plans up to the lookahead past its
+/// clock, which read no later than `at`, and at least one instant.
+pub(super) async fn cancel_runs(
+    io: &Io,
+    key: &str,
+    record: &Record<'_>,
+    at: i64,
+) -> Result<(), QueueError> {
     let Some(schedule) = Schedule::decode(record.timetable) else {
         return Ok(());
     };
+    let furthest = schedule
+        .next_after(record.horizon)
+        .unwrap_or(record.horizon)
+        .max(at.saturating_add(LOOKAHEAD))
+        .max(record.horizon);
     let ids = schedule
-        .latest(record.horizon, MAX_RUNS)
+        .latest(furthest, MAX_RUNS)
         .into_iter()
         .map(|t| CancelJob::new(run_id(key, record.version, t)))
         .collect();
@@ -335,7 +349,7 @@ async fn look(io: &Io) -> Result<(i64, Option<i64>), QueueError> {
         let mut horizon = record.horizon;
         if due_for_runs(horizon, now) {
             let instants = plan(&schedule, horizon, now);
-            if let Err(err) = make_runs(io, key, record.version, horizon, &instants).await {
+            if let Err(err) = make_runs(io, key, record.version, &instants).await {
                 // This scheduler waits for the next look; the others go on.
                 event!(
                     warn,

@@ -166,7 +166,8 @@ fn beside(server: &RedisServer, key: &str) -> (redis::Connection, String) {
 }
 
 /// As an update whose script ran but whose cancels did not (Redis went
-/// right after): the old record is left among the superseded, its run
+/// right after): the old record is left among the superseded (with when
+/// it was superseded), its run
 /// still waiting. The next upsert, though unchanged, cancels it.
 #[test]
 fn an_update_that_stopped_before_its_cancels_is_finished_by_the_next_call() {
@@ -193,7 +194,7 @@ fn an_update_that_stopped_before_its_cancels_is_finished_by_the_next_call() {
         .cmd("HSET")
         .arg(hash("schedule-superseded"))
         .arg(format!("hourly\n{version}"))
-        .arg(&old)
+        .arg(format!("{}{:0>6}\n{old}", now.0, now.1))
         .query(&mut redis)
         .unwrap();
     assert_eq!(
@@ -222,6 +223,7 @@ fn a_removal_that_stopped_before_its_cancels_is_finished_by_the_next_call() {
     let hourly = Schedule::every(Duration::from_secs(3600));
     queue.upsert_schedule("hourly", &hourly, b"p").unwrap();
     let (mut redis, old) = beside(&server, "hourly");
+    let now: (String, String) = redis::cmd("TIME").query(&mut redis).unwrap();
     let _: () = redis::pipe()
         .cmd("HDEL")
         .arg(hash("schedules"))
@@ -232,10 +234,47 @@ fn a_removal_that_stopped_before_its_cancels_is_finished_by_the_next_call() {
         .cmd("HSET")
         .arg(hash("schedule-superseded"))
         .arg("hourly\n1")
-        .arg(&old)
+        .arg(format!("{}{:0>6}\n{old}", now.0, now.1))
         .query(&mut redis)
         .unwrap();
     assert_eq!(runs(&queue, "schedule/hourly/").len(), 1);
     assert!(!queue.remove_schedule("hourly").unwrap());
     assert_eq!(runs(&queue, "schedule/hourly/"), []);
+}
+
+/// An upsert that made its first run and then lost Redis before it moved
+/// the scheduler's horizon (here: the run's reply lost, with no retry
+/// window): the run lay past the horizon, where a removal or a change did
+/// not cancel it, and ran after the scheduler was gone, or twice.
+#[test]
+fn a_run_made_past_the_horizon_is_cancelled_with_its_scheduler() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let hourly = Schedule::every(Duration::from_secs(3600));
+    for change in ["remove", "update"] {
+        let proxy = LossyProxy::start(server.addr());
+        let lossy = Queue::builder(&proxy.url(), "orders")
+            .retry(Duration::ZERO, Duration::from_secs(2))
+            .connect()
+            .unwrap();
+        lossy.upsert_schedule("warm-up", &hourly, b"w").unwrap();
+        assert!(lossy.remove_schedule("warm-up").unwrap());
+        proxy.lose_reply_to(b"schedule/hourly/");
+        assert!(lossy.upsert_schedule("hourly", &hourly, b"old").is_err());
+        assert_eq!(proxy.lost(), 1, "the proxy lost no reply");
+        let queue = Queue::connect(&server.url(), "orders").unwrap();
+        assert_eq!(runs(&queue, "schedule/hourly/").len(), 1);
+        if change == "remove" {
+            assert!(queue.remove_schedule("hourly").unwrap());
+            assert_eq!(runs(&queue, "schedule/hourly/"), []);
+        } else {
+            let answer = queue.upsert_schedule("hourly", &hourly, b"new").unwrap();
+            assert_eq!(answer, Upserted::Updated);
+            let waiting = runs(&queue, "schedule/hourly/");
+            let payloads: Vec<&[u8]> = waiting.iter().map(|(_, p)| &p[..]).collect();
+            assert_eq!(payloads, [b"new"], "runs waiting: {waiting:?}");
+            assert!(queue.remove_schedule("hourly").unwrap());
+        }
+    }
 }

@@ -9,10 +9,10 @@ local function kept_answer(again, key)
   return nil
 end
 
--- Appends to `out` the superseded records of
--- scheduler `key` kept in hash `hash` ('key\nversion' -> record), as
--- (field, record) pairs. The hash holds only records whose runs a call
--- has not yet cancelled, so it is read whole.
+-- Appends to `out` the superseded records of scheduler `key` kept in hash
+-- `hash` ('key\nversion' -> 'when superseded (µs)\nrecord'), as (field,
+-- value) pairs. The hash holds only records whose runs a call has not
+-- yet cancelled, so it is read whole.
 local function superseded(hash, key, out)
   local all = redis.call('HGETALL', hash)
   local prefix = key .. '\n'

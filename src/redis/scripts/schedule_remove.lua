@@ -13,8 +13,9 @@ local old = redis.call('HGET', KEYS[1], key)
 local answer = {0}
 if old then
   local v = string.match(old, '^(%d+)\n')
+  local _, now = clock()
   redis.call('HSET', KEYS[3], key, v)
-  redis.call('HSET', KEYS[4], key .. '\n' .. v, old)
+  redis.call('HSET', KEYS[4], key .. '\n' .. v, now .. '\n' .. old)
   redis.call('HDEL', KEYS[1], key)
   redis.call('HDEL', KEYS[2], key)
   answer[1] = 1

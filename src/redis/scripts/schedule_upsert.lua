@@ -1,7 +1,7 @@
 -- KEYS: the queue's job schedulers (HASH key -> record), their payloads
 -- (HASH key -> payload), the last version of each removed key (HASH),
 -- records superseded whose runs are not yet known cancelled (HASH
--- 'key\nversion' -> record), and this call's answer, all under the
+-- 'key\nversion' -> 'when superseded (µs)\nrecord'), and this call's answer, all under the
 -- queue's own tag. ARGV: key, timetable (a record's lines after the
 -- first two), payload, token, 1 if a retry, the answer's time to live
 -- (ms).
@@ -28,7 +28,7 @@ if old then
     what, record, version = 0, old, tonumber(v)
   else
     what, version = 2, (tonumber(v) or 0) + 1
-    redis.call('HSET', KEYS[4], key .. '\n' .. v, old)
+    redis.call('HSET', KEYS[4], key .. '\n' .. v, now .. '\n' .. old)
   end
 end
 if what ~= 0 then
