@@ -48,9 +48,9 @@ use super::hand_off::{deliver, keep_back, stopping, Fire, TakenRun, Work};
 use super::job::Job;
 use super::latency::WakeLatency;
 use super::priority::{self, Ranks};
-use super::shard::{Shard, ShardCell, Shared, FINISHING, RUNNING, STOPPING};
+use super::shard::{Shard, Shared, FINISHING, RUNNING, STOPPING};
 use super::slack::{BySlack, Class};
-use super::sync::{thread, AtomicUsize, Ordering};
+use super::sync::{thread, Ordering};
 use super::TimerHandle;
 use crate::metrics::metric;
 use crate::Tick;
@@ -260,10 +260,8 @@ fn fire_class<T: Send + 'static, E: Executor<T>>(
                 shard,
                 class: round.class,
             };
-            let cell = &shared.shards[usize::from(shard)];
             let limit = batch.len() + round.per_shard;
-            let handing = &shared.handing;
-            let Some(taken) = take_due(cell, handing, place, round, limit, batch) else {
+            let Some(taken) = take_due(shared, place, round, limit, batch) else {
                 continue;
             };
             next = next.min(taken.next);
@@ -311,38 +309,42 @@ struct Taken {
     /// When the class next needs the driver for this shard (`Tick::MAX`
     /// if filled, or if nothing is left).
     next: Tick,
-    /// Dropped sleeps' wakers, flushed with the lock held and dropped (as
-    /// runtime code) with this, after it.
-    #[cfg(feature = "async")]
-    _dropped: Option<super::futures::DroppedWakers>,
 }
 
 /// One shard's part of a pass for `place.class`, under the shard's lock:
 /// cancels the timers of dropped sleeps (before time moves,
 /// `futures/filed.rs`), then collects due timers until `batch` holds
-/// `limit`, counting the one-shots it takes out in `handing` before the
-/// shard's length drops. `None` if the shard has no wheel of that class.
-fn take_due<T>(
-    cell: &ShardCell<T>,
-    handing: &AtomicUsize,
+/// `limit`, counting the one-shots it takes out in `Shared::handing`
+/// before the shard's length drops. `None` if the shard has no wheel of
+/// that class.
+fn take_due<T: Send + 'static, E: Executor<T>>(
+    shared: &Shared<T, E>,
     place: Place,
     round: &Round,
     limit: usize,
     batch: &mut Vec<Fire<T>>,
 ) -> Option<Taken> {
+    let cell = &shared.shards[usize::from(place.shard)];
     let mut wheels = cell.lock.lock();
     wheels.get(place.class.index)?;
+    // Dropped sleeps' wakers: dropped (runtime code) after the lock.
     #[cfg(feature = "async")]
     let dropped = wheels.flush_dropped();
-    let Some((wheel, ranks)) = wheels.wheel_and_ranks(place.class.index) else {
-        // The wakers go after the lock, as below.
+    #[cfg(feature = "async")]
+    let drop_wakers = |wheels| {
         drop(wheels);
+        super::futures::drop_wakers(dropped, &shared.counters);
+    };
+    #[cfg(not(feature = "async"))]
+    let drop_wakers = drop;
+    let Some((wheel, ranks)) = wheels.wheel_and_ranks(place.class.index) else {
+        drop_wakers(wheels);
         return None;
     };
     let taken_out = collect(wheel, ranks, place, round, limit, batch);
     if taken_out > 0 {
-        let held = handing.load(Ordering::Relaxed);
-        handing.store(held + taken_out, Ordering::Relaxed);
+        let held = shared.handing.load(Ordering::Relaxed);
+        shared.handing.store(held + taken_out, Ordering::Relaxed);
     }
     let filled = batch.len() >= limit;
     let next = match wheel.next_expiration() {
@@ -350,13 +352,8 @@ fn take_due<T>(
         _ => Tick::MAX,
     };
     cell.publish_len(&wheels);
-    drop(wheels);
-    Some(Taken {
-        filled,
-        next,
-        #[cfg(feature = "async")]
-        _dropped: dropped,
-    })
+    drop_wakers(wheels);
+    Some(Taken { filled, next })
 }
 
 /// Takes due timers out of `wheel` (one-shots) or re-arms them in place

@@ -178,7 +178,9 @@ impl<T> ShardCell<T> {
     pub(super) fn publish_one(&self, grew: bool) {
         let len = self.pending.load(Ordering::Relaxed);
         let len = if grew { len + 1 } else { len - 1 };
-        self.pending.store(len, Ordering::Relaxed);
+        // Release, as `publish_len`: a reader of this length sees what the
+        // lock's earlier holders did, the driver's `handing` count too.
+        self.pending.store(len, Ordering::Release);
     }
 
     /// Adds one to a counter only this shard's lock holder writes: a plain
@@ -429,7 +431,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             cell.publish_len(&wheels);
             drop(wheels);
             #[cfg(feature = "async")]
-            drop(dropped);
+            super::futures::drop_wakers(dropped, &self.counters);
         }
         self.release_reservation(
             jobs.iter()

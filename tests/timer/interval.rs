@@ -344,3 +344,74 @@ fn a_start_before_the_timer_keeps_its_grid() {
         }
     }
 }
+
+/// A zero-slack timer on a manual clock, with a coarse `tick` if given.
+fn coarse(tick: Option<Duration>) -> (ManualClock, Timer) {
+    let clock = ManualClock::new();
+    let builder = Timer::builder().clock(clock.clone()).slack(Duration::ZERO);
+    let builder = match tick {
+        Some(tick) => builder.tick(tick),
+        None => builder,
+    };
+    (clock, builder.build().unwrap())
+}
+
+/// The bug: the next point, due exactly now, of a tick the task waited
+/// for counted as missed (`<=` where `<` was meant): `Skip` jumped over
+/// it and `Delay` moved the grid.
+#[test]
+fn a_point_due_exactly_now_is_not_missed() {
+    for missed in [MissedTicks::Skip, MissedTicks::Delay] {
+        let (clock, timer) = coarse(None);
+        let start = clock.now();
+        let mut ticks = timer.interval(2 * MS, missed).unwrap();
+        let mut cx = Context::from_waker(core::task::Waker::noop());
+        assert!(ticks.poll_tick(&mut cx).is_pending());
+        clock.advance(4 * MS);
+        timer.sync();
+        assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(start + 2 * MS)));
+        let next = ticks.poll_tick(&mut cx).map(|t| t.map(|at| at - start));
+        assert_eq!(next, Poll::Ready(Some(4 * MS)), "{missed:?}");
+    }
+}
+
+/// The bug: now rounded up to a coarse tick made a waited-for tick look a
+/// tick late: a 1 ms interval on a 1 ms tick, woken 50 µs after each
+/// point, ran at half rate.
+#[test]
+fn a_coarse_tick_does_not_make_waited_ticks_missed() {
+    for missed in [MissedTicks::Skip, MissedTicks::Delay] {
+        let (clock, timer) = coarse(Some(MS));
+        let start = clock.now();
+        let mut ticks = timer.interval(MS, missed).unwrap();
+        let mut cx = Context::from_waker(core::task::Waker::noop());
+        clock.advance(50 * US);
+        timer.sync();
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            if let Poll::Ready(Some(at)) = ticks.poll_tick(&mut cx) {
+                got.push((at - start).as_millis());
+            }
+            clock.advance(MS);
+            timer.sync();
+        }
+        assert_eq!(got, (1..=9).collect::<Vec<u128>>(), "{missed:?}");
+    }
+}
+
+/// The bug: `Skip` reckoned from now rounded up to the tick, and so
+/// skipped a point that had not come (20 ms, at 19.5 ms).
+#[test]
+fn skip_never_skips_a_point_that_has_not_come() {
+    let (clock, timer) = coarse(Some(MS));
+    let start = clock.now();
+    let mut ticks = timer.interval(10 * MS, MissedTicks::Skip).unwrap();
+    let mut cx = Context::from_waker(core::task::Waker::noop());
+    clock.advance(19 * MS + 500 * US);
+    timer.sync();
+    assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(start + 10 * MS)));
+    clock.advance(500 * US);
+    timer.sync();
+    let next = ticks.poll_tick(&mut cx).map(|t| t.map(|at| at - start));
+    assert_eq!(next, Poll::Ready(Some(20 * MS)));
+}

@@ -354,3 +354,55 @@ fn a_timeout_drops_its_future_when_the_deadline_comes_first() {
         "polled after it elapsed"
     );
 }
+
+/// A waker whose `Drop` panics (the vtable's drop), and does nothing else.
+fn waker_whose_drop_panics() -> core::task::Waker {
+    use core::task::{RawWaker, RawWakerVTable};
+    fn clone(_: *const ()) -> RawWaker {
+        RawWaker::new(core::ptr::null(), &VTABLE)
+    }
+    fn noop(_: *const ()) {}
+    fn boom(_: *const ()) {
+        if !std::thread::panicking() {
+            panic!("a waker's drop panics");
+        }
+    }
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, noop, noop, boom);
+    // SAFETY: the vtable's functions ignore the data pointer, which is
+    // null, and uphold the `RawWaker` contract (clone makes another such
+    // waker; wake and drop touch nothing).
+    unsafe { core::task::Waker::from_raw(RawWaker::new(core::ptr::null(), &VTABLE)) }
+}
+
+/// The bug: the wakers of dropped sleeps were dropped on the driver
+/// outside every `catch_unwind`; one whose `Drop` panicked killed the
+/// driver, so nothing fired any more and `pending()` never went back to 0.
+#[test]
+fn a_dropped_sleeps_waker_whose_drop_panics_does_not_kill_the_driver() {
+    let clock = ManualClock::new();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(Duration::ZERO)
+        .executor(tx)
+        .build()
+        .unwrap();
+    let waker = waker_whose_drop_panics();
+    let mut sleep = Box::pin(timer.sleep(10 * MS));
+    let mut cx = Context::from_waker(&waker);
+    assert!(sleep.as_mut().poll(&mut cx).is_pending());
+    // Not yet due: its timer joins the batch the driver cancels, and the
+    // driver drops the waker it held.
+    drop(sleep);
+    timer.schedule(MS, 1u32).unwrap();
+    clock.advance(MS);
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(1));
+    timer.schedule(MS, 2u32).unwrap();
+    clock.advance(MS);
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(2));
+    timer.sync();
+    assert_eq!(timer.pending(), 0);
+    assert_eq!(timer.stats().panicked, 1);
+    // Our own handle would panic on drop too.
+    core::mem::forget(waker);
+}

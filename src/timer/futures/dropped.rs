@@ -1,9 +1,12 @@
 //! The timers of dropped sleeps a shard has noted, and their cancelling
 //! in batches (feature `async`; why, in `filed.rs`).
 
+use core::panic::AssertUnwindSafe;
 use core::task::Waker;
+use std::panic::catch_unwind;
 
 use crate::timer::job::Job;
+use crate::timer::stats::Counters;
 use crate::{TimerKey, Wheel};
 
 /// How many dropped sleeps' timers a shard notes before it cancels them
@@ -63,6 +66,17 @@ impl Dropped {
             debug_assert!(slot.is_some(), "a noted timer was gone");
         }
         self.len = 0;
+    }
+}
+
+/// Drops a cancelled batch's wakers (runtime code: after the lock), each
+/// on its own, so that one whose `Drop` panics is counted and the rest
+/// still go (on the driver, it once killed the driver).
+pub(in crate::timer) fn drop_wakers(wakers: Option<DroppedWakers>, counters: &Counters) {
+    for waker in wakers.into_iter().flatten().flatten() {
+        if catch_unwind(AssertUnwindSafe(move || drop(waker))).is_err() {
+            counters.panicked();
+        }
     }
 }
 

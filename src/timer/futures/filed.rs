@@ -148,7 +148,7 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
             drop(wheels);
             self.counters.removed();
             // Runtime code, after the lock.
-            drop(wakers);
+            super::drop_wakers(wakers, &self.counters);
             return;
         }
         let job = wheels
@@ -206,6 +206,9 @@ mod loom_shared {
         }
         fn tick_at(&self, deadline: Instant) -> Tick {
             self.0.tick_at(deadline)
+        }
+        fn deadline_after(&self, delay: Duration) -> Tick {
+            self.0.deadline_after(delay)
         }
         fn instant_of(&self, tick: Tick) -> Instant {
             self.0.instant_of(tick)

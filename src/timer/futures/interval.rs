@@ -7,7 +7,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 use std::time::Instant;
 
-use super::interval_grid::{across_origin, after, next_due};
+use super::interval_grid::{across_origin, after, next_due, Now};
 use super::sleep::Sleep;
 use crate::timer::executor::Executor;
 use crate::timer::{MissedTicks, ScheduleError, ScheduleErrorKind, Timer};
@@ -127,7 +127,7 @@ impl Interval {
         let awaited = core::mem::take(&mut self.waiting);
         let due = self.sleep.deadline;
         let timer = &self.sleep.timer;
-        let now = timer.tick_at(timer.now());
+        let now = self.now();
         let slack = timer.slack(self.sleep.class);
         let due_at = timer.instant_of(due);
         let next = next_due(self.missed, due, self.period, now, slack, awaited);
@@ -204,15 +204,28 @@ impl Interval {
         let next = at.checked_add(self.period()).filter(|_| left > 1);
         self.early = next.map(|next| (next, left - 1));
         if self.early.is_none() {
-            let now = timer.tick_at(timer.now());
+            let now = self.now();
             let on_grid = self.sleep.deadline;
             match self.missed {
                 MissedTicks::Burst => {}
-                MissedTicks::Delay => self.sleep.reset_tick(now.saturating_add(self.period)),
-                MissedTicks::Skip => self.sleep.reset_tick(after(on_grid, self.period, now)),
+                MissedTicks::Delay => self.sleep.reset_tick(now.up.saturating_add(self.period)),
+                MissedTicks::Skip => self.sleep.reset_tick(after(on_grid, self.period, now.down)),
             }
         }
         Some(at)
+    }
+
+    /// Now, in the timer's ticks, rounded both ways.
+    fn now(&self) -> Now {
+        let timer = &self.sleep.timer;
+        let at = timer.now();
+        let up = timer.tick_at(at);
+        let down = if up > 0 && timer.instant_of(up) > at {
+            up - 1
+        } else {
+            up
+        };
+        Now { down, up }
     }
 }
 

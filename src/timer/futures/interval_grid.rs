@@ -33,29 +33,39 @@ use core::time::Duration;
 use crate::timer::MissedTicks;
 use crate::Tick;
 
-/// The tick after one due at `due` and polled at `now` (rounded up);
-/// `awaited` if the task was waiting for it.
+/// Now in whole ticks: the tick it is in (`down`) and the first not
+/// before it (`up`). A point is late only once `down` has passed it, and
+/// a new schedule starts from `up`, so that rounding never makes a tick
+/// missed or early.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Now {
+    pub(super) down: Tick,
+    pub(super) up: Tick,
+}
+
+/// The tick after one due at `due` and polled at `now`; `awaited` if the
+/// task was waiting for it.
 pub(super) fn next_due(
     missed: MissedTicks,
     due: Tick,
     period: Tick,
-    now: Tick,
+    now: Now,
     slack: Tick,
     awaited: bool,
 ) -> Tick {
     let on_grid = due.saturating_add(period);
     // Points before this one are more than the slack late.
-    let late_before = now.saturating_sub(slack);
+    let late_before = now.down.saturating_sub(slack);
     let was_missed = if awaited {
-        on_grid <= late_before
+        on_grid < late_before
     } else {
         due < late_before
     };
     match missed {
         _ if !was_missed => on_grid,
         MissedTicks::Burst => on_grid,
-        MissedTicks::Delay => now.saturating_add(period),
-        MissedTicks::Skip => after(due, period, now),
+        MissedTicks::Delay => now.up.saturating_add(period),
+        MissedTicks::Skip => after(due, period, now.down),
     }
 }
 
@@ -87,6 +97,11 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    /// Now exactly on tick `t`.
+    fn at(t: Tick) -> Now {
+        Now { down: t, up: t }
+    }
+
     #[test]
     fn after_finds_the_first_point_strictly_after_now() {
         assert_eq!(after(100, 10, 50), 100);
@@ -102,17 +117,21 @@ mod tests {
         use MissedTicks::{Burst, Delay, Skip};
         for missed in [Burst, Delay, Skip] {
             // Within the slack: on the grid, whatever the policy.
-            assert_eq!(next_due(missed, 20, 10, 60, 50, false), 30, "{missed:?}");
+            assert_eq!(
+                next_due(missed, 20, 10, at(60), 50, false),
+                30,
+                "{missed:?}"
+            );
             // Awaited, and the next point within the slack: on the grid.
-            assert_eq!(next_due(missed, 20, 10, 75, 50, true), 30, "{missed:?}");
+            assert_eq!(next_due(missed, 20, 10, at(75), 50, true), 30, "{missed:?}");
         }
         // Missed (busy to 210 with 50 of slack): from now, not from 160.
-        assert_eq!(next_due(Burst, 20, 10, 210, 50, false), 30);
-        assert_eq!(next_due(Delay, 20, 10, 213, 50, false), 223);
-        assert_eq!(next_due(Skip, 20, 10, 213, 50, false), 220);
-        assert_eq!(next_due(Skip, 20, 10, 210, 50, true), 220);
-        assert_eq!(next_due(Skip, 20, 10, 210, 0, false), 220);
-        assert_eq!(next_due(Delay, 20, u64::MAX, 30, 0, false), u64::MAX);
+        assert_eq!(next_due(Burst, 20, 10, at(210), 50, false), 30);
+        assert_eq!(next_due(Delay, 20, 10, at(213), 50, false), 223);
+        assert_eq!(next_due(Skip, 20, 10, at(213), 50, false), 220);
+        assert_eq!(next_due(Skip, 20, 10, at(210), 50, true), 220);
+        assert_eq!(next_due(Skip, 20, 10, at(210), 0, false), 220);
+        assert_eq!(next_due(Delay, 20, u64::MAX, at(30), 0, false), u64::MAX);
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod interval_grid;
 mod sleep;
 mod timeout;
 
-pub(super) use dropped::{Dropped, DroppedWakers, DROP_BATCH};
+pub(super) use dropped::{drop_wakers, Dropped, DroppedWakers, DROP_BATCH};
 pub use interval::Interval;
 pub use sleep::Sleep;
 pub use timeout::{Elapsed, Timeout};

@@ -197,12 +197,14 @@ impl Sleep {
             .then_some((handle, self.deadline));
     }
 
-    /// Files the sleep's timer; `Ready` if the timer has stopped.
-    /// Whether a whole tick has passed since the deadline (never early).
+    /// Whether the deadline has come (never early). At its very instant
+    /// too: rounding now up to a tick once said no there, so a sleep, or
+    /// an interval's next point, due exactly now waited for the driver.
     fn overdue(&self) -> bool {
-        self.timer.tick_at(self.timer.now()) > self.deadline
+        self.timer.instant_of(self.deadline) <= self.timer.now()
     }
 
+    /// Files the sleep's timer; `Ready` if the timer has stopped.
     fn file(&mut self, waker: &Waker) -> Poll<()> {
         match self.timer.file(self.deadline, self.class, waker.clone()) {
             Some(handle) => {
