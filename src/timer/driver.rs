@@ -101,7 +101,12 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         let wake = next.min(shared.next_wake.fetch_min(next, Ordering::SeqCst));
         // Read the state again: a task run inline in this pass may have
         // parked this thread and so eaten the unpark a stop sent.
-        if wake <= shared.time.now_tick().0 || shared.state.load(Ordering::SeqCst) != RUNNING {
+        // And whether a `sync` waits: the same task may have eaten its
+        // unpark.
+        if wake <= shared.time.now_tick().0
+            || shared.state.load(Ordering::SeqCst) != RUNNING
+            || shared.passes.wanted()
+        {
             continue;
         }
         if wake == Tick::MAX {

@@ -171,6 +171,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
             return; // waiting here would wait on itself, for good
         }
         let target = shared.passes.started.load(Ordering::SeqCst) + 1;
+        shared.passes.wanted.fetch_max(target, Ordering::SeqCst);
         shared.unpark_driver();
         let mut completed = shared.passes.completed.lock();
         // The unpark guarantees a new pass while running; a stop wakes this
