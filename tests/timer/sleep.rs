@@ -379,14 +379,7 @@ fn waker_whose_drop_panics() -> core::task::Waker {
 /// driver, so nothing fired any more and `pending()` never went back to 0.
 #[test]
 fn a_dropped_sleeps_waker_whose_drop_panics_does_not_kill_the_driver() {
-    let clock = ManualClock::new();
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .slack(Duration::ZERO)
-        .executor(tx)
-        .build()
-        .unwrap();
+    let (clock, timer, rx) = crate::timers::channel_timer();
     let waker = waker_whose_drop_panics();
     let mut sleep = Box::pin(timer.sleep(10 * MS));
     let mut cx = Context::from_waker(&waker);

@@ -97,15 +97,8 @@ fn ticks_out_of_range_are_refused() {
 /// They are still dropped, but counted.
 #[test]
 fn values_dropped_without_a_hook_are_counted() {
-    let clock = ManualClock::new();
-    let (tx, rx) = crossbeam_channel::unbounded::<u32>();
+    let (clock, timer, rx) = timers::channel_timer::<u32>();
     drop(rx); // every hand-off is refused
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .slack(Duration::ZERO)
-        .executor(tx)
-        .build()
-        .unwrap();
     timer.schedule(MS, 1).unwrap();
     timer.schedule(MS, 2).unwrap();
     clock.advance(MS);
