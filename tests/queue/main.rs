@@ -18,6 +18,7 @@ mod basics;
 mod children;
 mod cluster;
 mod cluster_outage;
+mod cluster_stall;
 mod connect;
 mod faults;
 mod fencing;
