@@ -209,7 +209,7 @@ impl QueueBuilder {
     /// consumer claims from its partitions in rounds, and a round waits
     /// for its slowest partition: a shard that answers nothing for the
     /// retry window ([`retry`](Self::retry)) holds up the consumers of
-    /// every partition for that long (a failover that promotes a replica
+    /// every partition for that long and one attempt more (a failover
     /// takes about the cluster's node timeout).
     ///
     /// ```
@@ -308,10 +308,10 @@ impl QueueBuilder {
         self
     }
 
-    /// How long a call keeps retrying a lost connection before it returns
-    /// [`QueueError::Unavailable`] (default 10 s, at most 1 h), and how
-    /// long each attempt may wait for its reply or its connection
-    /// (default 2 s, from 1 ms to 10 min).
+    /// How long a call keeps retrying (default 10 s, at most 1 h; it returns
+    /// [`QueueError::Unavailable`] at its first failure past that, so up to
+    /// 0.5 s of backoff and three I/O timeouts later), and how long each
+    /// request may wait for its reply or connection (default 2 s, 1 ms–10 min).
     ///
     /// ```
     /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");

@@ -344,6 +344,12 @@ impl Consumer {
     /// [`QueueError::Closed`]. Jobs already delivered can still be acked.
     /// Dropping the consumer does the same.
     ///
+    /// A claim given up on while its shard stalled can still run when the
+    /// shard resumes and lease jobs that nobody received; the consumer
+    /// hands those back once the shard answers. Closed before then, it
+    /// leaves them leased until their lease ends, as a crashed consumer
+    /// would.
+    ///
     /// ```no_run
     /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
     /// let consumer = std::sync::Arc::new(q.consumer()?);

@@ -2,7 +2,8 @@
 //! of its rounds and polls once it has failed for the retry window, and a
 //! background probe polls its head until the shard answers (see
 //! `claimer.rs`). One dead shard so holds the other partitions up once, for
-//! at most the retry window.
+//! the retry window and one attempt more: a call gives up at its first
+//! failure past the window (see `QueueBuilder::retry`).
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
