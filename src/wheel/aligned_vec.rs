@@ -23,7 +23,7 @@ use core::ptr::{self, NonNull};
 use core::slice;
 
 /// A cache line on the machines this is tuned for (x86_64, most ARM).
-const LINE: usize = 64;
+pub(super) const LINE: usize = 64;
 
 /// An owned allocation of `cap` elements' room, aligned to a line; freed
 /// on drop, even when dropping an element panicked first.

@@ -223,9 +223,13 @@ impl<T> Wheel<T> {
     pub(super) fn next_due(&mut self) -> Option<Expired<T>> {
         let index = self.nodes.first(self.lists.due)?;
         self.nodes.prefetch_ahead_of(index);
-        self.nodes.unlink(index);
+        let emptied = self.nodes.unlink(index).is_some();
         let entry = self.nodes.entries.take(index);
-        self.catch_up();
+        if emptied {
+            // Only now can the due list need refilling (invariant 7); out
+            // of line, so that the common step keeps its registers.
+            self.catch_up_cold();
+        }
         Some(Expired {
             key: TimerKey {
                 index,
@@ -325,12 +329,11 @@ impl<T> Wheel<T> {
         let mut index = chain.first;
         loop {
             // Read the successor before re-linking overwrites it.
-            let next = self.nodes.next_of(index);
-            self.nodes.prefetch_ahead_of(index);
-            if lazy && self.nodes.entries.entry(index).deadline <= self.elapsed {
+            let (next, deadline) = self.nodes.walk_step(index);
+            if lazy && deadline <= self.elapsed {
                 due.push(index);
             } else {
-                self.refile(index);
+                self.refile(index, deadline);
             }
             if index == chain.last {
                 break;

@@ -50,10 +50,10 @@ impl<T> Wheel<T> {
         batch.clear();
     }
 
-    /// Re-files a cascading timer relative to the new `elapsed`.
+    /// Re-files a cascading timer, whose deadline is `deadline`, relative to
+    /// the new `elapsed`.
     #[inline]
-    pub(super) fn refile(&mut self, index: u32) {
-        let deadline = self.nodes.entries.entry(index).deadline;
+    pub(super) fn refile(&mut self, index: u32, deadline: Tick) {
         let list = if deadline <= self.elapsed {
             self.lists.due
         } else {

@@ -28,6 +28,7 @@
 
 use super::arena::Arena;
 use super::node::Link;
+use crate::Tick;
 
 /// First link value that names a sentinel; entries live below it.
 pub(crate) const SENTINEL_BASE: u32 = 0xFFFF_FC00;
@@ -194,6 +195,16 @@ impl<T> Nodes<T> {
         if next < SENTINEL_BASE {
             self.entries.prefetch_link(next);
         }
+    }
+
+    /// One step of a walk down a list: the node after entry `node` (an
+    /// entry or the list's sentinel) and `node`'s deadline, from one
+    /// lookup; starts loading the entry `node`'s hint names.
+    #[inline]
+    pub(crate) fn walk_step(&self, node: u32) -> (u32, Tick) {
+        let (link, entry) = self.entries.linked(node);
+        self.entries.prefetch(entry.ahead);
+        (link.next, entry.deadline)
     }
 
     /// Prefetches the entry `node`'s hint names (see the module docs).

@@ -31,11 +31,12 @@ impl<T> Wheel<T> {
     /// let key = wheel.insert(250, "close unpaid order #17");
     /// assert_eq!(wheel.deadline(key), Some(250));
     /// ```
+    #[inline]
     #[track_caller]
     pub fn insert(&mut self, deadline: Tick, value: T) -> TimerKey {
         match self.try_insert(deadline, value) {
             Ok(key) => key,
-            Err(_) => panic!("tickwheel: the wheel is full ({} timers)", Self::MAX_TIMERS),
+            Err(_) => full(),
         }
     }
 
@@ -348,6 +349,17 @@ impl<T> Wheel<T> {
             .get_mut(key.index)
             .filter(|entry| entry.stamp == key.stamp)
     }
+}
+
+/// `insert`'s panic, out of line so that the inlined insert stays small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn full() -> ! {
+    panic!(
+        "tickwheel: the wheel is full ({} timers)",
+        crate::Wheel::<()>::MAX_TIMERS
+    )
 }
 
 #[cfg(test)]
