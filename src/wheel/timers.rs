@@ -169,6 +169,7 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.advance(500).count(), 1);
     /// assert!(!wheel.reset(idle, 900)); // fired: stale
     /// ```
+    #[inline]
     pub fn reset(&mut self, key: TimerKey, deadline: Tick) -> bool {
         let now = self.now;
         let Some(entry) = self
@@ -193,14 +194,21 @@ impl<T> Wheel<T> {
         }
         let was_due = entry.deadline <= now;
         entry.deadline = deadline;
-        self.unlink(key.index);
-        self.file_new(key.index, deadline);
+        self.move_now(key.index, deadline, was_due);
+        true
+    }
+
+    /// The rest of a [`reset`](Self::reset) that is not lazy, out of line
+    /// so that the lazy one, the idle-timeout case, inlines small.
+    #[inline(never)]
+    fn move_now(&mut self, index: u32, deadline: Tick, was_due: bool) {
+        self.unlink(index);
+        self.file_new(index, deadline);
         if was_due {
             // It may have been the last due timer (invariant 7). A timer
             // in a slot leaves the due list as it was.
             self.catch_up_cold();
         }
-        true
     }
 
     /// [`reset`](Self::reset) to some tick of `[deadline, deadline +
