@@ -5,7 +5,6 @@
 //! shard answers again; nothing is lost.
 
 use alloc::sync::Arc;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use core::time::Duration;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,23 +12,13 @@ use std::time::{Instant, SystemTime};
 
 use tickwheel::redis::Queue;
 
+use crate::queues::{partition_of, spread, FetchLoop};
 use crate::redis_cluster;
 use redis_cluster::RedisCluster;
 
 const MS: Duration = Duration::from_millis(1);
 const PARTITIONS: u16 = 8;
 const JOBS: usize = 400;
-
-/// The partition of job `id`: FNV-1a 64 of its bytes, modulo the count
-/// (the documented data format).
-fn partition_of(id: &str) -> u16 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in id.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    (hash % u64::from(PARTITIONS)) as u16
-}
 
 #[test]
 fn a_dead_shard_holds_up_no_other_partition() {
@@ -60,48 +49,15 @@ fn a_dead_shard_holds_up_no_other_partition() {
         .unwrap();
     // Every job is scheduled before the shard dies: due 2 to 4 s from now.
     let start = SystemTime::now() + Duration::from_secs(2);
-    let mut due = HashMap::new();
-    for i in 0..JOBS {
-        let id = format!("iso-{i}");
-        let at = start + Duration::from_secs(2).mul_f64(i as f64 / JOBS as f64);
-        queue.schedule(&id, at, b"").unwrap();
-        due.insert(id, at);
-    }
+    let due = spread(&queue, "iso", JOBS, start, Duration::from_secs(2));
     let delivered = Arc::new(Mutex::new(HashMap::<String, SystemTime>::new()));
-    let errors = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let consumer = {
-        let (consumer, delivered, errors, stop) = (
-            queue.consumer().unwrap(),
-            Arc::clone(&delivered),
-            Arc::clone(&errors),
-            Arc::clone(&stop),
-        );
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                match consumer.fetch(50, 200 * MS) {
-                    Ok(jobs) => {
-                        let now = SystemTime::now();
-                        for job in jobs {
-                            assert!(
-                                delivered
-                                    .lock()
-                                    .unwrap()
-                                    .insert(job.id.clone(), now)
-                                    .is_none(),
-                                "{} twice",
-                                job.id
-                            );
-                            consumer.ack(&job).unwrap();
-                        }
-                    }
-                    Err(_) => {
-                        errors.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-        })
-    };
+    let consumer = FetchLoop::start(&queue, {
+        let delivered = Arc::clone(&delivered);
+        move |now, job| {
+            let first = delivered.lock().unwrap().insert(job.id.clone(), now);
+            assert!(first.is_none(), "{} twice", job.id);
+        }
+    });
     std::thread::sleep(Duration::from_secs(1));
     cluster.nodes[victim].kill9();
 
@@ -110,7 +66,7 @@ fn a_dead_shard_holds_up_no_other_partition() {
     // rounds that still waited on the dead shard are the worst case.
     let healthy: Vec<&String> = due
         .keys()
-        .filter(|id| !dead.contains(&partition_of(id)))
+        .filter(|id| !dead.contains(&(partition_of(id, u64::from(PARTITIONS)) as u16)))
         .collect();
     let give_up = Instant::now() + Duration::from_secs(20);
     while !healthy
@@ -141,7 +97,7 @@ fn a_dead_shard_holds_up_no_other_partition() {
     eprintln!(
         "{} healthy jobs: lateness p50 {p50:?}, max {max:?}; {} fetch errors",
         healthy.len(),
-        errors.load(Ordering::Relaxed)
+        consumer.fetch_errors()
     );
     assert!(max < Duration::from_secs(3), "max lateness {max:?}");
     // The dead shard's jobs wait: none came while it was down.
@@ -158,7 +114,7 @@ fn a_dead_shard_holds_up_no_other_partition() {
         );
         std::thread::sleep(50 * MS);
     }
-    stop.store(true, Ordering::Relaxed);
-    consumer.join().unwrap();
+    assert_eq!(consumer.ack_errors(), 0);
+    consumer.stop();
     assert_eq!(queue.len().unwrap(), (0, 0));
 }

@@ -6,7 +6,6 @@
 //! 1, within a few seconds of the resume, and none is dead-lettered.
 
 use alloc::sync::Arc;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use core::time::Duration;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -14,7 +13,7 @@ use std::time::{Instant, SystemTime};
 
 use tickwheel::redis::Queue;
 
-use crate::queues::partition_of;
+use crate::queues::{partition_of, spread, FetchLoop};
 use crate::redis_cluster;
 use redis_cluster::RedisCluster;
 
@@ -55,44 +54,17 @@ fn a_stalled_master_leases_nothing_to_nobody() {
         .unwrap();
     // Due 2 to 5 s from now; the master stops 1.5 s from now, for 4 s.
     let start = SystemTime::now() + Duration::from_secs(2);
-    let mut due = HashMap::new();
-    for i in 0..JOBS {
-        let id = format!("stall-{i}");
-        let at = start + Duration::from_secs(3).mul_f64(i as f64 / JOBS as f64);
-        queue.schedule(&id, at, b"").unwrap();
-        due.insert(id, at);
-    }
+    let due = spread(&queue, "stall", JOBS, start, Duration::from_secs(3));
     let seen = Arc::new(Mutex::new(Seen::new()));
-    let errors = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let consumer = {
-        let (consumer, seen, errors, stop) = (
-            queue.consumer().unwrap(),
-            Arc::clone(&seen),
-            Arc::clone(&errors),
-            Arc::clone(&stop),
-        );
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                match consumer.fetch(50, 200 * MS) {
-                    Ok(jobs) => {
-                        let now = SystemTime::now();
-                        for job in jobs {
-                            let mut seen = seen.lock().unwrap();
-                            seen.entry(job.id.clone())
-                                .or_default()
-                                .push((now, job.attempt));
-                            drop(seen);
-                            let _ = consumer.ack(&job);
-                        }
-                    }
-                    Err(_) => {
-                        errors.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-        })
-    };
+    let consumer = FetchLoop::start(&queue, {
+        let seen = Arc::clone(&seen);
+        move |now, job| {
+            let mut seen = seen.lock().unwrap();
+            seen.entry(job.id.clone())
+                .or_default()
+                .push((now, job.attempt));
+        }
+    });
     std::thread::sleep(Duration::from_millis(1500));
     let stopped = SystemTime::now();
     cluster.nodes[victim].stop_signal();
@@ -106,8 +78,8 @@ fn a_stalled_master_leases_nothing_to_nobody() {
         std::thread::sleep(50 * MS);
     }
     std::thread::sleep(500 * MS); // a second delivery, if any
-    stop.store(true, Ordering::Relaxed);
-    consumer.join().unwrap();
+    let fetch_errors = consumer.fetch_errors();
+    consumer.stop();
 
     let seen = seen.lock().unwrap();
     let dead = queue.dead_letters(1000).unwrap();
@@ -148,7 +120,7 @@ fn a_stalled_master_leases_nothing_to_nobody() {
         stopped.duration_since(start - Duration::from_secs(2)).unwrap_or_default(),
         seen.len(),
         dead.len(),
-        errors.load(Ordering::Relaxed),
+        fetch_errors,
         m.released,
         m.failures,
         m.claims,

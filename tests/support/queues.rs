@@ -1,11 +1,15 @@
 //! Shared by the Redis queue's test files: a queue builder on a test's own
-//! server, and a consumer loop that acks what it takes.
+//! server, where a job's id puts it, jobs due over a window, and consumer
+//! loops that ack what they take.
 #![allow(dead_code)]
 
 extern crate alloc;
 
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use core::time::Duration;
-use std::time::Instant;
+use std::collections::HashMap;
+use std::time::{Instant, SystemTime};
 
 use tickwheel::redis::{Acked, Consumer, Delivery, Queue, QueueBuilder};
 
@@ -52,4 +56,85 @@ pub(crate) fn take(consumer: &Consumer, n: usize, within: Duration) -> Vec<Deliv
         }
     }
     got
+}
+
+/// Schedules `n` jobs `{prefix}-{i}`, due evenly over `over` from `start`,
+/// and returns each one's due time.
+pub(crate) fn spread(
+    queue: &Queue,
+    prefix: &str,
+    n: usize,
+    start: SystemTime,
+    over: Duration,
+) -> HashMap<String, SystemTime> {
+    let mut due = HashMap::new();
+    for i in 0..n {
+        let id = format!("{prefix}-{i}");
+        let at = start + over.mul_f64(i as f64 / n as f64);
+        queue.schedule(&id, at, b"").unwrap();
+        due.insert(id, at);
+    }
+    due
+}
+
+/// A consumer on a thread of its own, fetching up to 50 jobs at a time
+/// until stopped: each job goes to `seen` with when it came, then is
+/// acked. Failed fetches and acks are counted, not fatal: a shard may be
+/// down.
+pub(crate) struct FetchLoop {
+    stop: Arc<AtomicBool>,
+    fetch_errors: Arc<AtomicUsize>,
+    ack_errors: Arc<AtomicUsize>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl FetchLoop {
+    pub(crate) fn start(
+        queue: &Queue,
+        mut seen: impl FnMut(SystemTime, &Delivery) + Send + 'static,
+    ) -> FetchLoop {
+        let consumer = queue.consumer().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let fetch_errors = Arc::new(AtomicUsize::new(0));
+        let ack_errors = Arc::new(AtomicUsize::new(0));
+        let thread = std::thread::spawn({
+            let (stop, fetch_errors, ack_errors) =
+                (stop.clone(), fetch_errors.clone(), ack_errors.clone());
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok(jobs) = consumer.fetch(50, 200 * MS) else {
+                        fetch_errors.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    };
+                    let now = SystemTime::now();
+                    for job in jobs {
+                        seen(now, &job);
+                        if consumer.ack(&job).is_err() {
+                            ack_errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        });
+        FetchLoop {
+            stop,
+            fetch_errors,
+            ack_errors,
+            thread,
+        }
+    }
+
+    pub(crate) fn fetch_errors(&self) -> usize {
+        self.fetch_errors.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn ack_errors(&self) -> usize {
+        self.ack_errors.load(Ordering::Relaxed)
+    }
+
+    /// Stops the loop and waits for it; panics if `seen` panicked.
+    pub(crate) fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap();
+    }
 }
