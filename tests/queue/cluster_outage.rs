@@ -31,13 +31,7 @@ fn a_dead_shard_holds_up_no_other_partition() {
     for node in &cluster.nodes {
         node.command(&["CONFIG", "SET", "cluster-require-full-coverage", "no"]);
     }
-    let slot = |k| cluster.partition_slot("orders", k, PARTITIONS);
-    let victim = cluster.master_of(slot(0)).unwrap();
-    let replica = cluster.replica_of(victim);
-    cluster.nodes[replica].command(&["CONFIG", "SET", "cluster-replica-no-failover", "yes"]);
-    let dead: Vec<u16> = (0..PARTITIONS)
-        .filter(|&k| cluster.master_of(slot(k)) == Some(victim))
-        .collect();
+    let (victim, dead) = cluster.pin_master_of_partition_0("orders", PARTITIONS);
     assert!(dead.len() >= 2 && dead.len() <= 4, "{dead:?}");
 
     let urls = cluster.urls();

@@ -35,13 +35,8 @@ fn a_stalled_master_leases_nothing_to_nobody() {
     for node in &cluster.nodes {
         node.command(&["CONFIG", "SET", "cluster-node-timeout", "30000"]);
     }
+    let (victim, stalled) = cluster.pin_master_of_partition_0("stall", PARTITIONS);
     let slot = |k| cluster.partition_slot("stall", k, PARTITIONS);
-    let victim = cluster.master_of(slot(0)).unwrap();
-    let replica = cluster.replica_of(victim);
-    cluster.nodes[replica].command(&["CONFIG", "SET", "cluster-replica-no-failover", "yes"]);
-    let stalled: Vec<u16> = (0..PARTITIONS)
-        .filter(|&k| cluster.master_of(slot(k)) == Some(victim))
-        .collect();
 
     let urls = cluster.urls();
     let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();

@@ -232,6 +232,22 @@ impl RedisCluster {
             .expect("a slot in range")
     }
 
+    /// The master serving partition 0 of `n` of `queue`, with its replica
+    /// forbidden to take over (so a fault test's stop or kill stays one),
+    /// and every partition that master serves, 0 first.
+    #[allow(dead_code)] // Only some tests include it.
+    pub(crate) fn pin_master_of_partition_0(&self, queue: &str, n: u16) -> (usize, Vec<u16>) {
+        let victim = self
+            .master_of(self.partition_slot(queue, 0, n))
+            .expect("a master for partition 0");
+        let replica = self.replica_of(victim);
+        self.nodes[replica].command(&["CONFIG", "SET", "cluster-replica-no-failover", "yes"]);
+        let served = (0..n)
+            .filter(|&k| self.master_of(self.partition_slot(queue, k, n)) == Some(victim))
+            .collect();
+        (victim, served)
+    }
+
     /// The slot of `key` (`CLUSTER KEYSLOT`).
     pub(crate) fn slot_of(&self, key: &str) -> u16 {
         let node = self.running().next().expect("a running node");
