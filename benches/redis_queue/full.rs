@@ -165,22 +165,13 @@ fn lateness(
         (sizes.jobs, sizes.window),
         (sizes.slow_jobs, sizes.slow_window),
     ] {
+        let lead = |peer| rates.lead(jobs, peer);
         flush(server);
-        let tw = rt.block_on(tickwheel::deliveries(
-            server,
-            jobs,
-            window,
-            rates.lead(jobs, 0),
-        ));
+        let tw = rt.block_on(tickwheel::deliveries(server, jobs, window, lead(0)));
         flush(server);
-        let seed = rt.block_on(poller::deliveries(
-            server,
-            jobs,
-            window,
-            rates.lead(jobs, 1),
-        ));
+        let seed = rt.block_on(poller::deliveries(server, jobs, window, lead(1)));
         flush(server);
-        let lead_ms = rates.lead(jobs, 2).as_millis() as usize;
+        let lead_ms = lead(2).as_millis() as usize;
         let args = [
             ("--jobs", jobs),
             ("--window-ms", window.as_millis() as usize),
