@@ -75,9 +75,25 @@
 //! Run with `cargo bench --bench compare`, then `python3 benches/report.py`.
 //! Without `--bench` (e.g. `cargo test --benches`) every size is divided by
 //! 100 and each benchmark runs once, as a smoke test.
+//!
+//! This file wires the workloads and peers into criterion and runs it all;
+//! the rest is in `compare/`: `checks.rs` (the outcomes every peer must
+//! agree on), `interleaved.rs` (the interleaved rounds), `fresh.rs` (the
+//! fresh-process inserts) and `delay_queue_report.rs` (tokio's
+//! `DelayQueue` counting its put-back items).
+//!
+//! [`FRESH_ROUNDS`]: fresh::FRESH_ROUNDS
 
 extern crate alloc;
 
+#[path = "compare/checks.rs"]
+mod checks;
+#[path = "compare/delay_queue_report.rs"]
+mod delay_queue_report;
+#[path = "compare/fresh.rs"]
+mod fresh;
+#[path = "compare/interleaved.rs"]
+mod interleaved;
 mod peers;
 mod workloads;
 
@@ -95,119 +111,16 @@ use peers::btree_map::BTreeTimers;
 use peers::hhwt::HhwtPeer;
 use peers::lean_heap::LeanHeap;
 use peers::nexus_timer::NexusPeer;
-use peers::tokio_delay_queue::{paused_runtime, DelayQueuePeer, DqKey};
+use peers::tokio_delay_queue::{paused_runtime, DelayQueuePeer};
 use peers::{Peer, Timers};
 use workloads::machine::{criterion_dir, load_average};
 use workloads::server::{LoopWorkload, Tally};
-use workloads::{Inputs, Outcome, Shape, Shaped, Sizes, Workload, HEAP, LEAN, TURN_ORDERS, WHEEL};
-/// Rounds of the interleaved comparison of tickwheel and the two heaps: a
-/// multiple of 6, so each of the [`TURN_ORDERS`] comes up equally often.
-const INTERLEAVED_ROUNDS: usize = 12;
+use workloads::{Inputs, Outcome, Shape, Sizes, Workload};
 
-/// One workload's interleaved rounds: each heap's time ÷ tickwheel's time
-/// per round, as two lines (`binary_heap`, then `lean_heap`).
-fn interleave<W: Workload>(workload: &W, rounds: usize) -> [String; 2] {
-    let Shape {
-        group, elements, ..
-    } = workload.shape();
-    let mut ns: [Vec<f64>; 3] = core::array::from_fn(|_| Vec::with_capacity(rounds));
-    let per_op = |time: Duration| time.as_nanos() as f64 / elements as f64;
-    for round in 0..rounds {
-        for peer in TURN_ORDERS[round % TURN_ORDERS.len()] {
-            let time = match peer {
-                WHEEL => workload.run(1, &mut Wheel::<u64>::with_capacity).0,
-                HEAP => workload.run(1, &mut HeapTimers::<u64>::with_capacity).0,
-                _ => workload.run(1, &mut LeanHeap::with_capacity).0,
-            };
-            ns[peer].push(per_op(time));
-        }
-    }
-    [
-        ratio_line(&group, "binary_heap", "heap", &ns[WHEEL], &ns[HEAP]),
-        ratio_line(&group, "lean_heap", "lean_heap", &ns[WHEEL], &ns[LEAN]),
-    ]
-}
-
-/// One line of interleaved results: `peer`'s time ÷ tickwheel's time per
-/// round (`ratio` names it), with the median, the minimum and tickwheel's
-/// wins.
-fn ratio_line(group: &str, peer: &str, ratio: &str, wheel_ns: &[f64], peer_ns: &[f64]) -> String {
-    let rounds = wheel_ns.len();
-    let ratios: Vec<f64> = peer_ns.iter().zip(wheel_ns).map(|(p, w)| p / w).collect();
-    let median = |values: &[f64]| {
-        let mut values = values.to_vec();
-        values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
-    };
-    let wins = ratios.iter().filter(|&&ratio| ratio > 1.0).count();
-    let in_order = ratios
-        .iter()
-        .map(|ratio| format!("{ratio:.2}"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    format!(
-        "{group}: tickwheel median {:.1} ns, {peer} median {:.1} ns; {ratio}/tickwheel per round: {in_order} (median {:.2}, min {:.2}; tickwheel faster in {wins} of {rounds})",
-        median(wheel_ns),
-        median(peer_ns),
-        median(&ratios),
-        ratios.iter().copied().fold(f64::INFINITY, f64::min),
-    )
-}
-
-/// The outcomes of every group, checked after the run.
-#[derive(Default)]
-struct Checks {
-    groups: Vec<(String, Vec<(&'static str, Outcome)>)>,
-    loops: Vec<(String, Vec<(&'static str, Tally)>)>,
-}
-
-impl Checks {
-    /// Prints every group's outcomes; `false` if some peer disagrees.
-    fn report(&self) -> bool {
-        let mut agree = true;
-        println!("\noutcomes (every peer must agree):");
-        for (group, outcomes) in &self.groups {
-            let same = outcomes.windows(2).all(|w| w[0].1 == w[1].1);
-            agree &= same;
-            println!("  {group}: {}", if same { "agree" } else { "DISAGREE" });
-            for (peer, outcome) in outcomes {
-                println!(
-                    "    {peer:<18} fired {:>9}  cancelled {:>9}  value sum {:>20}",
-                    outcome.fired, outcome.cancelled, outcome.value_sum
-                );
-            }
-        }
-        println!(
-            "\nserver loops (exact peers must agree and fire nothing early, late or cancelled; \
-             {FIRES_EARLY:?} fire early by design and are reported only):"
-        );
-        for (group, tallies) in &self.loops {
-            let exact: Vec<_> = tallies
-                .iter()
-                .filter(|(peer, _)| !FIRES_EARLY.contains(peer))
-                .collect();
-            let same = exact.windows(2).all(|w| w[0].1.seen() == w[1].1.seen())
-                && exact.iter().all(|(_, tally)| tally.exact());
-            agree &= same;
-            println!("  {group}: {}", if same { "agree" } else { "DISAGREE" });
-            for (peer, tally) in tallies {
-                println!(
-                    "    {peer:<18} fired {:>9}  cancelled {:>9}  value sum {:>20}  early {:>7} (max {:>4} ticks)  late {:>5}  zombies {:>5}  lost {:>5}  page faults {:>6}",
-                    tally.outcome.fired,
-                    tally.outcome.cancelled,
-                    tally.outcome.value_sum,
-                    tally.early,
-                    tally.max_early,
-                    tally.late,
-                    tally.zombies,
-                    tally.lost,
-                    tally.faults
-                );
-            }
-        }
-        agree
-    }
-}
+use checks::Checks;
+use delay_queue_report::DelayQueueReport;
+use fresh::{fresh_insert, fresh_rounds};
+use interleaved::{interleave, interleave_loop, INTERLEAVED_ROUNDS};
 
 fn bench_peer<W: Workload, P: Peer>(
     group: &mut BenchmarkGroup<'_, WallTime>,
@@ -320,101 +233,6 @@ fn bench_workload<W: Workload>(c: &mut Criterion, workload: &W, checks: &mut Che
     checks.groups.push((name, outcomes.into_inner()));
 }
 
-/// A `DelayQueuePeer` that adds its count of put-back items to a total when
-/// dropped (outside the timed region).
-struct DelayQueueReport<'rt, 'c> {
-    inner: DelayQueuePeer<'rt>,
-    total: &'c core::cell::Cell<u64>,
-}
-
-impl<'rt, 'c> DelayQueueReport<'rt, 'c> {
-    fn new(inner: DelayQueuePeer<'rt>, total: &'c core::cell::Cell<u64>) -> Self {
-        DelayQueueReport { inner, total }
-    }
-}
-
-impl Drop for DelayQueueReport<'_, '_> {
-    fn drop(&mut self) {
-        self.total.set(self.total.get() + self.inner.reinserted());
-    }
-}
-
-impl Peer for DelayQueueReport<'_, '_> {
-    type Key = DqKey;
-
-    #[inline]
-    fn insert(&mut self, deadline: u64, value: u64) -> DqKey {
-        self.inner.insert(deadline, value)
-    }
-
-    #[inline]
-    fn cancel(&mut self, key: DqKey) -> Option<u64> {
-        self.inner.cancel(key)
-    }
-
-    #[inline]
-    fn reset(&mut self, key: DqKey, deadline: u64) -> bool {
-        self.inner.reset(key, deadline)
-    }
-
-    fn advance(&mut self, now: u64, fired: impl FnMut(u64)) {
-        self.inner.advance(now, fired);
-    }
-}
-
-/// The peers of the server-loop rounds, in the order of their columns.
-const LOOP_PEERS: [&str; 4] = ["tickwheel", "lean_heap", "nexus_timer", "bitwheel"];
-
-/// One server-loop workload's interleaved rounds: tickwheel, the lean heap,
-/// nexus-timer and bitwheel take turns, one iteration each, the first mover
-/// rotating round by round. One line per peer but tickwheel: its time ÷ the
-/// lean heap's per round (< 1: faster than the lean heap), and tickwheel's
-/// line the same way, so every peer's ratio to the lean heap is there.
-fn interleave_loop<W: LoopWorkload>(workload: &W, rounds: usize) -> Vec<String> {
-    let Shape {
-        group, elements, ..
-    } = workload.shape();
-    let mut ns: [Vec<f64>; 4] = core::array::from_fn(|_| Vec::with_capacity(rounds));
-    let per_op = |time: Duration| time.as_nanos() as f64 / elements as f64;
-    for round in 0..rounds {
-        for turn in 0..LOOP_PEERS.len() {
-            let peer = (round + turn) % LOOP_PEERS.len();
-            let time = match peer {
-                0 => workload.run(1, &mut Wheel::<u64>::with_capacity).0,
-                1 => workload.run(1, &mut LeanHeap::with_capacity).0,
-                2 => workload.run(1, &mut NexusPeer::with_capacity).0,
-                _ => workload.run(1, &mut |_| BitWheelPeer::new()).0,
-            };
-            ns[peer].push(per_op(time));
-        }
-    }
-    let median = |values: &[f64]| {
-        let mut values = values.to_vec();
-        values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
-    };
-    LOOP_PEERS
-        .iter()
-        .enumerate()
-        .filter(|&(peer, _)| peer != 1)
-        .map(|(peer, name)| {
-            let ratios: Vec<f64> = ns[peer].iter().zip(&ns[1]).map(|(p, l)| p / l).collect();
-            let in_order = ratios
-                .iter()
-                .map(|ratio| format!("{ratio:.2}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let faster = ratios.iter().filter(|&&ratio| ratio < 1.0).count();
-            format!(
-                "{group}: {name} median {:.1} ns, lean_heap median {:.1} ns; {name}/lean_heap per round: {in_order} (median {:.2}; faster than lean_heap in {faster} of {rounds})",
-                median(&ns[peer]),
-                median(&ns[1]),
-                median(&ratios),
-            )
-        })
-        .collect()
-}
-
 fn bench_loop_peer<W: LoopWorkload, T: Timers>(
     group: &mut BenchmarkGroup<'_, WallTime>,
     workload: &W,
@@ -484,80 +302,6 @@ fn bench_loop<W: LoopWorkload>(c: &mut Criterion, workload: &W, checks: &mut Che
     });
     group.finish();
     checks.loops.push((name, tallies.into_inner()));
-}
-
-/// Peers documented to fire early (`peers/bitwheel.rs`): their outcome is
-/// printed with its counts but not required to match the exact peers'.
-const FIRES_EARLY: [&str; 1] = ["bitwheel"];
-
-/// Rounds of `w1_insert_held` in fresh processes, each peer once a round.
-const FRESH_ROUNDS: usize = 6;
-
-/// `--fresh-insert PEER`: one iteration of `w1_insert_held` for `PEER` in
-/// this (fresh) process, printed as `fresh PEER NS FAULTS`: ns per insert
-/// and minor page faults during the inserts. Memory a process has never
-/// used must be faulted in; in the criterion loop the allocator hands back
-/// memory an earlier iteration touched, so only a fresh process shows what
-/// a first insert into reserved room costs.
-fn fresh_insert(peer: &str, sizes: &Sizes) {
-    let inputs = Inputs::new(sizes);
-    let workload = inputs.w1_insert_held();
-    let (time, tally) = match peer {
-        "tickwheel" => workload.run(1, &mut Wheel::<u64>::with_capacity),
-        "lean_heap" => workload.run(1, &mut LeanHeap::with_capacity),
-        "nexus_timer" => workload.run(1, &mut NexusPeer::with_capacity),
-        "bitwheel" => workload.run(1, &mut |_| BitWheelPeer::new()),
-        _ => panic!("--fresh-insert: unknown peer {peer}"),
-    };
-    let ns = time.as_nanos() as f64 / workload.shape().elements as f64;
-    println!("fresh {peer} {ns:.2} {}", tally.faults);
-}
-
-/// Runs [`fresh_insert`] in child processes, [`FRESH_ROUNDS`] rounds of
-/// every peer of [`LOOP_PEERS`], the first mover rotating; one line per
-/// peer with the median ns per insert and page faults per round.
-fn fresh_rounds(full: bool) -> Vec<String> {
-    let Ok(exe) = std::env::current_exe() else {
-        return Vec::new();
-    };
-    let mut seen: [Vec<(f64, u64)>; 4] = Default::default();
-    for round in 0..FRESH_ROUNDS {
-        for turn in 0..LOOP_PEERS.len() {
-            let peer = (round + turn) % LOOP_PEERS.len();
-            let mut command = std::process::Command::new(&exe);
-            command.args(["--fresh-insert", LOOP_PEERS[peer]]);
-            if full {
-                command.arg("--bench");
-            }
-            let Ok(output) = command.output() else {
-                return Vec::new();
-            };
-            let line = String::from_utf8_lossy(&output.stdout);
-            let fields: Vec<&str> = line
-                .lines()
-                .find_map(|line| line.strip_prefix("fresh "))
-                .map(|rest| rest.split_whitespace().collect())
-                .unwrap_or_default();
-            if let [_, ns, faults] = fields[..] {
-                seen[peer].push((ns.parse().unwrap_or(f64::NAN), faults.parse().unwrap_or(0)));
-            }
-        }
-    }
-    LOOP_PEERS
-        .iter()
-        .zip(&seen)
-        .map(|(name, rounds)| {
-            let mut ns: Vec<f64> = rounds.iter().map(|&(ns, _)| ns).collect();
-            ns.sort_by(f64::total_cmp);
-            let median = ns.get(ns.len() / 2).copied().unwrap_or(f64::NAN);
-            let per_round = rounds
-                .iter()
-                .map(|(ns, faults)| format!("{ns:.1} ns/{faults}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            format!("w1_insert_held, fresh process: {name} median {median:.1} ns per insert; per round (ns per insert/page faults): {per_round}")
-        })
-        .collect()
 }
 
 fn main() {
