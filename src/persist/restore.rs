@@ -17,10 +17,11 @@ use core::time::Duration;
 use std::panic::catch_unwind;
 use std::time::SystemTime;
 
+use super::epoch::Epoch;
 use super::error::{RestoreError, RestoreFailure};
 use super::misfire_policy::{MisfirePolicy, OnMissed};
 use super::outcome::{Outcome, RestoreReport};
-use super::{Epoch, PendingJob, Snapshot};
+use super::{PendingJob, Snapshot};
 use crate::timer::{Executor, MissedTicks, ScheduleErrorKind, Timer, TimerHandle};
 
 impl<T, E> Timer<T, E>
