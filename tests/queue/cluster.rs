@@ -407,7 +407,7 @@ fn hints_travel_on_shard_channels_and_follow_a_migration() {
         reply.lines().filter(|l| l.starts_with("tw:")).count()
     };
     let (from_had, to_had) = (on(from), on(to));
-    cluster.reshard(from, to, moved + 1);
+    cluster.move_slot(moved, from, to);
     let give_up = Instant::now() + Duration::from_secs(10);
     while (on(from), on(to)) != (from_had - 1, to_had + 1) {
         assert!(
