@@ -175,13 +175,18 @@ fn every_short_sequence_on_tiny_wheels() {
         Op::PollNext,
     ];
     let length = if cfg!(miri) { 2 } else { 5 };
-    let shapes = [(1, 1), (2, 1), (1, 2), (2, 2)];
+    // Under miri, the smallest wheel and the one with most to cascade.
+    let shapes: &[(u32, u32)] = if cfg!(miri) {
+        &[(1, 1), (2, 2)]
+    } else {
+        &[(1, 1), (2, 1), (1, 2), (2, 2)]
+    };
     let mut ops = Vec::with_capacity(length);
     let mut digits = vec![0usize; length];
     loop {
         ops.clear();
         ops.extend(digits.iter().map(|&d| alphabet[d].clone()));
-        for (bits, levels) in shapes {
+        for &(bits, levels) in shapes {
             if let Err(err) = run(geometry(bits, levels), &ops) {
                 panic!("{bits} bits × {levels} levels, {ops:?}: {err}");
             }
