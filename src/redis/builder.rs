@@ -372,8 +372,7 @@ impl QueueBuilder {
     }
 
     /// Runs the queue's I/O as a task on this multi-thread tokio runtime
-    /// instead of a thread of its own (the default, which works under any
-    /// executor or none).
+    /// instead of a thread of its own (the default, for any executor or none).
     ///
     /// For a tokio service: a call made from that runtime's tasks and its
     /// answer then cross no thread, which saves two wake-ups of a parked
@@ -382,10 +381,11 @@ impl QueueBuilder {
     /// call, costing the client what a plain redis-rs call does. Same
     /// connection count. A call from outside the runtime's tasks (its
     /// `block_on`, another thread) gains less or nothing. The queue lives
-    /// as long as the runtime: once it shuts down, every call answers
+    /// as long as the runtime: once it shuts down (a blocking call from a
+    /// task's drop during the shutdown included), every call answers
     /// [`QueueError::Unavailable`]. A call whose future is dropped finishes
-    /// on the runtime. A blocking call from a worker moves the worker's
-    /// other tasks (the I/O among them) to a blocking thread while it waits
+    /// on the runtime. A blocking call from a worker moves its other tasks
+    /// (the I/O among them) to a blocking thread while it waits
     /// (`block_in_place`): more at once than `max_blocking_threads` stall
     /// the runtime, so use the async calls there.
     ///

@@ -58,11 +58,18 @@ impl<A> Pending<A> {
     /// them. Anywhere else (an I/O thread of its own answers) it just
     /// blocks: `block_in_place` would panic inside a `LocalSet`.
     pub(super) fn wait(self) -> Result<A, QueueError> {
+        let here = tokio::runtime::Handle::try_current()
+            .ok()
+            .filter(|here| Some(here.id()) == self.io_runtime);
+        // A task's drop while that runtime shuts down (its tasks dropped
+        // one by one on this thread): the I/O task will not run again,
+        // and may be dropped only after this wait, so it would never end.
+        if here.as_ref().is_some_and(shutting_down) {
+            return Err(QueueError::io_stopped());
+        }
         // Outside a task (a runtime's `block_on`, a `LocalSet`'s
         // `run_until`) this is no worker: blocking keeps the I/O free.
-        let on_io_runtime = tokio::runtime::Handle::try_current()
-            .is_ok_and(|here| Some(here.id()) == self.io_runtime)
-            && tokio::task::try_id().is_some();
+        let on_io_runtime = here.is_some() && tokio::task::try_id().is_some();
         if !on_io_runtime {
             return block_on(self);
         }
@@ -107,6 +114,16 @@ impl<A> Drop for Pending<A> {
             }
         }
     }
+}
+
+/// Whether `runtime` is shutting down. Its first step closes the runtime's
+/// task list, after which a task spawned on it is cancelled at once; a
+/// task that never finishes by itself is finished only then.
+fn shutting_down(runtime: &tokio::runtime::Handle) -> bool {
+    let probe = runtime.spawn(core::future::pending::<()>());
+    let closed = probe.is_finished();
+    probe.abort();
+    closed
 }
 
 /// Runs `future` on this thread, parking it between polls. Unlike a

@@ -135,6 +135,54 @@ fn a_queue_stops_with_its_runtime() {
     stopped(within(Duration::from_secs(10), move || queue.len()).unwrap_err());
 }
 
+/// Tasks whose drop makes a blocking call, dropped while their runtime
+/// shuts down: each call answers (`Unavailable` once the I/O is no longer
+/// run) instead of waiting forever on the I/O task, which the same
+/// shutdown drops later or has stopped running. Sixteen tasks, so that
+/// some are dropped before the I/O task and some after.
+#[test]
+fn blocking_calls_from_tasks_dropped_at_shutdown_answer() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    struct Guard(
+        Queue,
+        std::sync::mpsc::Sender<Result<Scheduled, QueueError>>,
+    );
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            let answer = self.0.schedule_in("g", Duration::from_secs(60), b"");
+            let _ = self.1.send(answer);
+        }
+    }
+    let runtime = multi_thread(1);
+    let queue = Queue::builder(&server.url(), "orders")
+        .runtime(runtime.handle().clone())
+        .connect()
+        .unwrap();
+    let (tx, answers) = std::sync::mpsc::channel();
+    for _ in 0..16 {
+        let guard = Guard(queue.clone(), tx.clone());
+        runtime.spawn(async move {
+            let _guard = guard;
+            core::future::pending::<()>().await;
+        });
+    }
+    drop((tx, queue));
+    // Every task started (and so holds its guard) before the shutdown.
+    runtime.block_on(tokio::task::yield_now());
+    within(Duration::from_secs(20), move || drop(runtime));
+    let answers: Vec<_> = answers.iter().collect();
+    assert_eq!(answers.len(), 16, "every guard answered");
+    for answer in answers {
+        match answer {
+            Ok(_) => {}
+            Err(QueueError::Unavailable(why)) => assert!(why.contains("I/O stopped"), "{why}"),
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+}
+
 /// A runtime built without its I/O and time drivers cannot run the queue:
 /// the connect answers an error, it does not hang or panic the caller.
 #[test]
