@@ -16,21 +16,23 @@ extern crate alloc;
 
 use alloc::sync::Arc;
 use core::time::Duration;
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::Child;
 use std::sync::Mutex;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, UNIX_EPOCH};
 
 use tickwheel::redis::{Queue, QueueBuilder, Scheduled};
 
-#[path = "support/children.rs"]
+#[path = "../support/children.rs"]
 mod children;
-#[path = "support/redis_cluster.rs"]
+#[path = "../support/redis_cluster.rs"]
 mod redis_cluster;
-#[path = "support/redis_server.rs"]
+#[path = "../support/redis_server.rs"]
 mod redis_server;
 use redis_cluster::RedisCluster;
+
+mod fleet_log;
+use fleet_log::{holds_an_unacked_job, now_us, parse, Event, Tally};
 
 const MS: Duration = Duration::from_millis(1);
 const PARTITIONS: u16 = 8;
@@ -40,14 +42,6 @@ const SPREAD: Duration = Duration::from_secs(8);
 const LEASE: Duration = Duration::from_secs(2);
 /// How long the consumer that is killed works on each job.
 const SLOW_WORK: Duration = Duration::from_millis(100);
-
-/// Microseconds since the epoch: the processes share the machine's clock.
-fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_micros() as u64
-}
 
 /// The queue as every process of the fleet builds it, from the seeds in
 /// `TICKWHEEL_CLUSTER_SEEDS` (comma-separated URLs).
@@ -127,44 +121,6 @@ fn consumer_child() {
             }
         }
     }
-}
-
-/// One line a child printed, with the child's index.
-#[derive(Clone, Debug)]
-enum Event {
-    Answered { id: String, due: u64 },
-    Refused { id: String, due: u64 },
-    Got { id: String, at: u64, by: usize },
-    Acked { id: String, at: u64, by: usize },
-    Ready,
-}
-
-fn parse(line: &str, by: usize) -> Option<Event> {
-    let f: Vec<&str> = line.split(' ').collect();
-    let id = || f.get(1).map(|s| (*s).to_owned());
-    let num = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok());
-    Some(match f[0] {
-        "OK" => Event::Answered {
-            id: id()?,
-            due: num(2)?,
-        },
-        "ERR" => Event::Refused {
-            id: id()?,
-            due: num(2)?,
-        },
-        "GOT" => Event::Got {
-            id: id()?,
-            at: num(3)?,
-            by,
-        },
-        "ACK" => Event::Acked {
-            id: id()?,
-            at: num(2)?,
-            by,
-        },
-        "READY" => Event::Ready,
-        _ => return None,
-    })
 }
 
 /// Starts this test binary's `role` child, its output collected in `log`.
@@ -419,96 +375,4 @@ fn a_fleet_of_processes_loses_nothing_through_migration_and_kills() {
     );
     let queue = fleet_queue(&seeds).connect().unwrap();
     assert_eq!(queue.len().unwrap(), (0, 0), "every job ended");
-}
-
-/// Whether consumer `by`, which works `work` on each job of a fetch in
-/// turn, holds a job whose ack is at least 50 ms away.
-fn holds_an_unacked_job(log: &[Event], by: usize, work: Duration) -> bool {
-    let work = work.as_micros() as u64;
-    let mut batch = (0, 0);
-    let mut held = HashMap::new();
-    for event in log {
-        match event {
-            Event::Got { id, by: b, at } if *b == by => {
-                batch = if batch.0 == *at {
-                    (*at, batch.1 + 1)
-                } else {
-                    (*at, 1)
-                };
-                held.insert(id.as_str(), at + batch.1 * work);
-            }
-            Event::Acked { id, by: b, .. } if *b == by => {
-                held.remove(id.as_str());
-            }
-            _ => {}
-        }
-    }
-    let now = now_us();
-    held.values()
-        .any(|earliest_ack| now + 50_000 < *earliest_ack)
-}
-
-/// What the fleet printed, by job id.
-#[derive(Default)]
-struct Tally {
-    answered: HashMap<String, u64>,
-    refused: usize,
-    due: HashMap<String, u64>,
-    /// Each delivery: (when, which consumer).
-    got: HashMap<String, Vec<(u64, usize)>>,
-    acked: HashMap<String, Vec<(u64, usize)>>,
-    /// Ids delivered more than once.
-    again: Vec<String>,
-}
-
-impl Tally {
-    fn of(log: &[Event]) -> Tally {
-        let mut t = Tally::default();
-        for event in log {
-            match event.clone() {
-                Event::Answered { id, due } => {
-                    t.due.insert(id.clone(), due);
-                    t.answered.insert(id, due);
-                }
-                Event::Refused { id, due } => {
-                    t.due.insert(id, due);
-                    t.refused += 1;
-                }
-                Event::Got { id, at, by } => t.got.entry(id).or_default().push((at, by)),
-                Event::Acked { id, at, by } => t.acked.entry(id).or_default().push((at, by)),
-                Event::Ready => {}
-            }
-        }
-        // The readers of different children interleave: order by time.
-        for gots in t.got.values_mut() {
-            gots.sort_unstable();
-        }
-        t.again = t
-            .got
-            .iter()
-            .filter(|(_, g)| g.len() > 1)
-            .map(|(id, _)| id.clone())
-            .collect();
-        t
-    }
-
-    /// Whether consumer `by` got `id` and never acked it.
-    fn held_by(&self, id: &str, by: usize) -> bool {
-        self.got[id].iter().any(|g| g.1 == by) && !self.acked_by(id, by)
-    }
-
-    fn acked_by(&self, id: &str, by: usize) -> bool {
-        self.acked
-            .get(id)
-            .is_some_and(|a| a.iter().any(|a| a.1 == by))
-    }
-
-    /// Whether the first delivery's consumer acked `id` within `[from, to]`.
-    fn first_ack_within(&self, id: &str, from: u64, to: u64) -> bool {
-        let first_by = self.got[id][0].1;
-        self.acked.get(id).is_some_and(|a| {
-            a.iter()
-                .any(|&(at, by)| by == first_by && (from..=to).contains(&at))
-        })
-    }
 }
