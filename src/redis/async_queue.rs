@@ -26,6 +26,11 @@ use super::{Metrics, QueueError};
 /// call from its tasks crosses no thread.
 /// Cloning is cheap. A call is sent when first polled; dropping its future
 /// before the answer leaves the call to finish, as a lost reply would.
+/// With the I/O on a runtime, never wait on a call's future with another
+/// executor's `block_on` inside one of that runtime's workers: the I/O it
+/// waits for may be queued on that very worker, which then never runs it.
+/// [`Queue`]'s blocking calls are made for that place (they hand the
+/// worker's tasks to another thread while they wait).
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), tickwheel::redis::QueueError> {
