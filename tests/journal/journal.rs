@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use tickwheel::persist::{DurableTimer, JournalError, MisfirePolicy, OnMissed, SyncPolicy};
+use tickwheel::persist::{DurableTimer, JournalError, MisfirePolicy, SyncPolicy};
 
 use crate::scratch;
 use scratch::Scratch;
@@ -70,29 +70,6 @@ fn a_reopen_restores_exactly_the_pending_jobs() {
     // New ids never collide with old ones.
     let next = timer.schedule(Duration::from_secs(1), 5).unwrap();
     assert!(next.id() > kept.id());
-}
-
-/// Jobs that fell due while the process was down follow the misfire
-/// policy; dead letters come back and are written off.
-#[test]
-fn overdue_jobs_follow_the_misfire_policy() {
-    let dir = Scratch::new("overdue");
-    let path = dir.path("j");
-    let (timer, _, _) = open(&path, &MisfirePolicy::default());
-    timer.schedule(Duration::from_millis(20), 7).unwrap();
-    drop(timer); // stops the timer at once; the job stays in the journal
-    std::thread::sleep(Duration::from_millis(60));
-    let policy = MisfirePolicy::default()
-        .threshold(Duration::from_millis(10))
-        .on_missed(OnMissed::DeadLetter);
-    let (timer, recovery) =
-        DurableTimer::<u64>::open(&path, SyncPolicy::Always, &policy, |_| {}).unwrap();
-    assert_eq!(recovery.dead_letters.len(), 1);
-    assert_eq!(recovery.dead_letters[0].value, 7);
-    assert_eq!(timer.pending(), 0);
-    drop(timer);
-    let (_, restored, _) = open(&path, &MisfirePolicy::default());
-    assert!(restored.is_empty(), "a dead letter came back");
 }
 
 /// Under steady churn the journal compacts itself: its size stays under
@@ -469,32 +446,4 @@ fn a_hard_link_to_a_live_journal_is_refused() {
     drop(owner);
     let (again, restored, _) = open(&path, &MisfirePolicy::default());
     assert_eq!((restored.len(), again.pending()), (1, 1));
-}
-
-/// A missed job the misfire policy moves (`Reschedule`, `Spread`) is
-/// journaled at its new time. Before, the journal kept the old one, so
-/// every open took the job for missed again and moved it again from
-/// "now": restarted more often than that delay, it never ran.
-#[test]
-fn a_missed_job_the_policy_moves_keeps_its_new_time_across_restarts() {
-    let dir = Scratch::new("moved-kept");
-    let path = dir.path("j");
-    let (timer, _, _) = open(&path, &MisfirePolicy::default());
-    timer.schedule(Duration::from_millis(30), 7).unwrap();
-    drop(timer);
-    std::thread::sleep(Duration::from_millis(120)); // every process was down
-    let hour = Duration::from_secs(3600);
-    let later: tickwheel::persist::Reschedule<u64> = Arc::new(move |_job, now| now + hour);
-    let policy = MisfirePolicy::default()
-        .threshold(Duration::from_millis(50))
-        .on_missed(OnMissed::Reschedule(later));
-    let moved_at = std::time::SystemTime::now();
-    let (timer, _, _) = open(&path, &policy);
-    let due = timer.journaled(None, 10)[0].due;
-    assert!(due >= moved_at + hour - Duration::from_secs(1), "{due:?}");
-    drop(timer);
-    // Restarted at once: the job is not missed any more, and keeps its time.
-    let (timer, _, _) = open(&path, &policy);
-    assert_eq!(timer.journaled(None, 10)[0].due, due);
-    assert_eq!(timer.pending(), 1);
 }

@@ -13,6 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use tickwheel::persist::{DurableTimer, Found, JournalError, SyncPolicy, MAX_PAYLOAD};
 use tickwheel::timer::ScheduleErrorKind;
@@ -223,11 +224,15 @@ fn a_delay_that_overflows_the_clock_never_runs_the_job() {
         assert_eq!(err.kind(), ScheduleErrorKind::OutOfRange);
         assert_eq!(err.into_inner(), 5);
     }
+    let scheduled = Instant::now();
     let job = timer.schedule(Duration::from_millis(300), 6).unwrap();
     assert!(!timer.reset(job, Duration::MAX), "refused");
     std::thread::sleep(Duration::from_millis(100));
+    let ran_early = !ran.lock().unwrap().is_empty();
+    // A loaded machine may oversleep past the due time: only a run seen
+    // before it is early.
     assert!(
-        ran.lock().unwrap().is_empty(),
+        !ran_early || scheduled.elapsed() >= Duration::from_millis(300),
         "ran early: {:?}",
         ran.lock().unwrap()
     );

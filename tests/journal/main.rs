@@ -9,6 +9,7 @@ mod children;
 mod journal;
 mod journal_full_disk;
 mod journal_keys;
+mod journal_missed;
 mod journal_promises;
 mod journal_races;
 mod journal_schedules;
