@@ -288,6 +288,8 @@ fn jobs_handed_back_after_their_lease_ran_out_go_to_no_one() {
     let other = queue.consumer().unwrap();
     let taken = other.fetch(1, Duration::from_secs(5)).unwrap();
     assert_eq!((taken[0].id.as_str(), taken[0].attempt), ("a", 2));
+    // Held well past the wait below, however slow the machine.
+    assert!(other.extend(&taken[0], Duration::from_secs(60)).unwrap());
     let mut waiting = Box::pin(consumer.fetch(1, Duration::from_millis(500)));
     assert!(waiting.as_mut().poll(&mut cx).is_pending());
     drop(unread);

@@ -265,10 +265,12 @@ fn a_lease_that_runs_out_delivers_the_job_again() {
     let queue = builder(&server).lease(150 * MS).connect().unwrap();
     let consumer = queue.consumer().unwrap();
     queue.schedule_in("j", MS, b"").unwrap();
+    // Read before the claim: its lease starts later, so a stall between
+    // the fetch's return and this line cannot shorten what is measured.
+    let taken = Instant::now();
     let first = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
     assert_eq!(first.attempt, 1);
     // Not acked: it comes back once the lease has run out, not before.
-    let taken = Instant::now();
     let again = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
     assert!(
         taken.elapsed() >= 100 * MS,
@@ -355,7 +357,8 @@ fn bad_input_is_refused_before_anything_is_sent() {
 
 /// With a 10 s poll, only the wake-up timer and the hints can deliver on
 /// time: jobs due over half a second each arrive well before a poll would
-/// (within 250 ms of due; the benchmark measures the real lateness).
+/// (within 2 s of due, a bound a loaded machine's stalls cannot break; the
+/// benchmark measures the real lateness).
 #[test]
 fn consumers_wake_when_jobs_fall_due_not_at_the_next_poll() {
     let Some(server) = RedisServer::start_or_skip() else {
@@ -377,7 +380,7 @@ fn consumers_wake_when_jobs_fall_due_not_at_the_next_poll() {
     let got = take(&consumer, 40, Duration::from_secs(5));
     assert_eq!(got.len(), 40);
     let late = queue.metrics().lateness;
-    assert!(late.max() < 250 * MS, "max lateness {:?}", late.max());
+    assert!(late.max() < 2000 * MS, "max lateness {:?}", late.max());
     assert_eq!(queue.metrics().polls, 0, "a poll delivered");
 }
 
@@ -390,7 +393,14 @@ fn an_idle_consumer_costs_about_one_command_a_second() {
     let queue = builder(&server).connect().unwrap();
     let consumer = queue.consumer().unwrap();
     let waiter = std::thread::spawn(move || consumer.fetch(1, Duration::from_secs(6)).unwrap());
-    std::thread::sleep(Duration::from_millis(500)); // connect, subscribe, first claim
+    // Connect, subscribe, first claim: counted from the claim on (a
+    // loaded machine may run it late), plus time to subscribe.
+    let began = Instant::now();
+    while queue.metrics().claims == 0 {
+        assert!(began.elapsed() < Duration::from_secs(5), "no claim");
+        std::thread::sleep(MS);
+    }
+    std::thread::sleep(Duration::from_millis(300));
     let before = server.commands_processed();
     std::thread::sleep(Duration::from_secs(5));
     let after = server.commands_processed();
@@ -402,18 +412,17 @@ fn an_idle_consumer_costs_about_one_command_a_second() {
 }
 
 /// The queue's round trips once its background calls at connect (the
-/// retention trimmer's first sweep) have gone out: two equal reads 100 ms
-/// apart.
+/// retention trimmer's first sweep) have gone out: unchanged for 500 ms
+/// (a loaded machine may send the sweep late).
 fn settled_round_trips(queue: &Queue) -> u64 {
-    let mut last = queue.metrics().round_trips;
-    loop {
+    let (mut last, mut still) = (queue.metrics().round_trips, 0);
+    while still < 5 {
         std::thread::sleep(Duration::from_millis(100));
         let now = queue.metrics().round_trips;
-        if now == last {
-            return now;
-        }
+        still = if now == last { still + 1 } else { 0 };
         last = now;
     }
+    last
 }
 
 /// Batches: one script call per 500 schedules, and one for many acks; each
@@ -466,15 +475,18 @@ fn extending_a_lease_keeps_a_long_job_from_redelivery() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let queue = builder(&server).lease(200 * MS).connect().unwrap();
+    // Extended every 400 ms for a lease of a second: a loaded machine's
+    // stall of half a second does not let it run out.
+    let lease = 1000 * MS;
+    let queue = builder(&server).lease(lease).connect().unwrap();
     let consumer = queue.consumer().unwrap();
     queue.schedule_in("long", MS, b"").unwrap();
     let job = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
-    for _ in 0..4 {
-        std::thread::sleep(100 * MS);
-        assert!(consumer.extend(&job, 200 * MS).unwrap());
+    for _ in 0..5 {
+        std::thread::sleep(400 * MS);
+        assert!(consumer.extend(&job, lease).unwrap());
     }
-    // 400 ms in, twice the lease: not delivered again.
+    // 2 s in, twice the lease: not delivered again.
     assert!(consumer.fetch(1, 50 * MS).unwrap().is_empty());
     assert_eq!(consumer.ack(&job).unwrap(), Acked::Acked);
     queue.schedule_in("short", MS, b"").unwrap();

@@ -30,6 +30,8 @@ fn a_late_ack_after_another_delivery_was_acked_changes_nothing() {
     let second = fresh.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
     assert_eq!((first.attempt, second.attempt), (1, 2));
     assert!(second.fence() > first.fence());
+    // Held past any stall of a loaded machine before its ack.
+    assert!(fresh.extend(&second, Duration::from_secs(60)).unwrap());
     assert_eq!(fresh.ack(&second).unwrap(), Acked::Acked);
     assert_eq!(frozen.ack(&first).unwrap(), Acked::LeaseLost);
     assert_eq!(frozen.nack(&first, MS).unwrap(), Nacked::LeaseLost);
@@ -233,8 +235,9 @@ fn close_interrupts_a_waiting_fetch_and_every_later_one() {
     for waiter in waiters {
         assert!(matches!(waiter.join().unwrap(), Err(QueueError::Closed)));
     }
+    // Far below the fetches' 60 s, with room for a loaded machine.
     assert!(
-        closed.elapsed() < Duration::from_secs(1),
+        closed.elapsed() < Duration::from_secs(5),
         "took {:?}",
         closed.elapsed()
     );
@@ -348,18 +351,18 @@ fn ack_and_fetch_acks_with_the_next_claim() {
     }
     let trips = queue.metrics().round_trips - before;
     // The last batch: nothing is due any more, so its acks go alone while
-    // the fetch waits.
+    // the fetch waits (3 s: a loaded machine may start the thread late).
     let started = Instant::now();
     let waiter = std::thread::spawn({
         let last = jobs.clone();
         move || {
             consumer
-                .ack_and_fetch(&last, 5, Duration::from_millis(500))
+                .ack_and_fetch(&last, 5, Duration::from_secs(3))
                 .unwrap()
         }
     });
     let mut settled = false;
-    while started.elapsed() < Duration::from_millis(400) {
+    while started.elapsed() < Duration::from_millis(2500) {
         if queue.len().unwrap() == (0, 0) {
             settled = true;
             break;
@@ -402,7 +405,10 @@ fn an_ack_in_a_claim_wins_over_its_own_expired_lease() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let queue = builder(&server).lease(100 * MS).connect().unwrap();
+    // A lease of a second: a loaded machine's stalls do not end one early
+    // by accident; the sleeps outlast it on purpose.
+    let lease = 1000 * MS;
+    let queue = builder(&server).lease(lease).connect().unwrap();
     queue.schedule_in("late", MS, b"body").unwrap();
     queue.schedule_in("twice", MS, b"").unwrap();
     let consumer = queue.consumer().unwrap();
@@ -416,7 +422,7 @@ fn an_ack_in_a_claim_wins_over_its_own_expired_lease() {
     jobs.sort_by(|a, b| a.id.cmp(&b.id));
     assert_eq!(jobs.len(), 2);
     // Both leases run out: both jobs are due again.
-    std::thread::sleep(250 * MS);
+    std::thread::sleep(lease + 200 * MS);
     let (acked, next) = consumer
         .ack_and_fetch(
             &[jobs[0].clone(), jobs[1].clone(), jobs[1].clone()],
@@ -436,7 +442,7 @@ fn an_ack_in_a_claim_wins_over_its_own_expired_lease() {
     // A stale delivery's ack riding in a claim changes nothing.
     queue.schedule_in("next", MS, b"").unwrap();
     let held = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
-    std::thread::sleep(250 * MS);
+    std::thread::sleep(lease + 200 * MS);
     let other = queue.consumer().unwrap();
     let again = other.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
     assert_eq!((again.id.as_str(), again.attempt), ("next", 2));

@@ -147,7 +147,11 @@ fn tasks_can_schedule_their_successors_at_the_limit() {
 /// worker could run: neither ever finished.
 #[test]
 fn a_graceful_shutdown_from_a_one_worker_pool_runs_what_is_queued() {
+    // A manual clock: nothing runs until all five are scheduled, however
+    // slowly this thread gets to schedule them.
+    let clock = ManualClock::new();
     let timer = Timer::builder()
+        .clock(clock.clone())
         .executor(ThreadPool::new(1))
         .slack(Duration::ZERO)
         .build()
@@ -155,7 +159,7 @@ fn a_graceful_shutdown_from_a_one_worker_pool_runs_what_is_queued() {
     let (tx, rx) = std::sync::mpsc::channel();
     let (own, done) = (timer.clone(), tx.clone());
     // One instant for all four: one hand-off, the stopping task first.
-    let at = Instant::now() + 5 * MS;
+    let at = clock.now() + 5 * MS;
     timer
         .run_at(at, move || {
             let left = own.shutdown_graceful().len();
@@ -169,6 +173,7 @@ fn a_graceful_shutdown_from_a_one_worker_pool_runs_what_is_queued() {
             .unwrap();
     }
     timer.run_after(Duration::from_secs(60), || ()).unwrap();
+    clock.advance(5 * MS);
     let mut got: Vec<String> = (0..4)
         .map(|_| rx.recv_timeout(Duration::from_secs(5)).expect("a deadlock"))
         .collect();
@@ -307,9 +312,23 @@ fn a_shutdown_mid_backlog_returns_the_timer_from_its_first_run_not_handed_over()
     let timer = held.timer.clone();
     let origin = held.clock.now() - 10 * MS - MS / 2;
     let stop = std::thread::spawn(move || timer.shutdown());
-    std::thread::sleep(50 * MS); // the stop waits on the held run
+    // The stop waits on the held run. Until it has begun, a probe an
+    // hour out is taken (and handed back by the stop).
+    let (mut probes, began) = (0, Instant::now());
+    loop {
+        match held.timer.schedule(Duration::from_secs(3600), 0) {
+            Ok(_) => probes += 1,
+            Err(err) if err.is_shutdown() => break,
+            Err(err) => panic!("{err}"),
+        }
+        assert!(began.elapsed() < Duration::from_secs(10), "no stop");
+        std::thread::sleep(MS);
+    }
     held.gate.send(()).unwrap();
-    let left = stop.join().unwrap();
+    let mut left = stop.join().unwrap();
+    let handed_back = left.len();
+    left.retain(|&(_, value)| value != 0);
+    assert_eq!(handed_back - left.len(), probes, "a probe was lost");
     assert_eq!(left, [(origin + 2 * MS, 7)]);
     assert_eq!(*held.ran.lock().unwrap(), [7]);
 }
