@@ -16,9 +16,13 @@ use tickwheel::timer::ManualClock;
 
 use crate::scratch::Scratch;
 
-/// Journals one job due `delay` from now and closes the journal without
-/// running it, then waits in real time until the job is `late` overdue.
-fn leave_missed(path: &Path, delay: Duration, late: Duration, value: u64) {
+/// Journals job 7, due `delay_ms` from now, and closes the journal without
+/// running it, then waits in real time until the job is `late_ms` overdue.
+fn leave_missed(path: &Path, delay_ms: u64, late_ms: u64) {
+    let (delay, late) = (
+        Duration::from_millis(delay_ms),
+        Duration::from_millis(late_ms),
+    );
     let frozen = ManualClock::new(); // its wall time is the current one
     let (timer, _) = DurableTimer::<u64>::open_with_clock(
         path,
@@ -28,7 +32,7 @@ fn leave_missed(path: &Path, delay: Duration, late: Duration, value: u64) {
         |value| panic!("job {value} ran on a clock that never moved"),
     )
     .unwrap();
-    timer.schedule(delay, value).unwrap();
+    timer.schedule(delay, 7).unwrap();
     drop(timer);
     let due = tickwheel::timer::Clock::wall_now(&frozen) + delay;
     while SystemTime::now() < due + late {
@@ -48,12 +52,7 @@ fn open(path: &Path, policy: &MisfirePolicy<u64>) -> (DurableTimer<u64>, Vec<u64
 fn overdue_jobs_follow_the_misfire_policy() {
     let dir = Scratch::new("overdue");
     let path = dir.path("j");
-    leave_missed(
-        &path,
-        Duration::from_millis(20),
-        Duration::from_millis(40),
-        7,
-    );
+    leave_missed(&path, 20, 40);
     let policy = MisfirePolicy::default()
         .threshold(Duration::from_millis(10))
         .on_missed(OnMissed::DeadLetter);
@@ -75,12 +74,7 @@ fn overdue_jobs_follow_the_misfire_policy() {
 fn a_missed_job_the_policy_moves_keeps_its_new_time_across_restarts() {
     let dir = Scratch::new("moved-kept");
     let path = dir.path("j");
-    leave_missed(
-        &path,
-        Duration::from_millis(30),
-        Duration::from_millis(90),
-        7,
-    );
+    leave_missed(&path, 30, 90);
     let hour = Duration::from_secs(3600);
     let later: Reschedule<u64> = Arc::new(move |_job, now| now + hour);
     let policy = MisfirePolicy::default()
