@@ -139,9 +139,16 @@ fn missed_scheduler_runs_are_an_event_naming_the_journal() {
     timer.upsert_schedule("report", &every, 1).unwrap();
     drop(timer);
     let name = path.display().to_string();
-    // Back within the grace: nothing was missed.
+    // Back within the grace: nothing was missed. The run due at once may
+    // be scheduling its next run as the drop stops the timer: that clean
+    // stop is a debug event (it was an error, which failed this test in a
+    // CI run), so only warnings and errors count here.
     drop(open(start + Duration::from_secs(10)));
-    assert!(events_with(&["job scheduler", &name]).is_empty());
+    let loud: Vec<String> = events_with(&["job scheduler", &name])
+        .into_iter()
+        .filter(|e| !e.starts_with("DEBUG"))
+        .collect();
+    assert!(loud.is_empty(), "{loud:?}");
     drop(open(start + Duration::from_secs(300)));
     let missed = events_with(&["WARN", "job scheduler", &name]);
     assert_eq!(missed.len(), 1, "{missed:?}");

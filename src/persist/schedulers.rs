@@ -275,9 +275,19 @@ impl<T: Send + 'static> Schedulers<T> {
                 entry.handle = Some(handle);
                 entry.instant = next;
             }
+            Err(err) if err.is_shutdown() => {
+                // A clean stop during the run: the journal keeps the
+                // scheduler, and the next open resumes it. Not an error.
+                event!(
+                    debug,
+                    "a job scheduler stopped with its timer; the next open resumes it",
+                    journal = log.name(),
+                    key = &**key
+                );
+            }
             Err(err) => {
-                // Full or stopping: the journal keeps the scheduler, and
-                // the next open resumes it.
+                // Full: the journal keeps the scheduler, and the next open
+                // resumes it.
                 event!(
                     error,
                     "a job scheduler's next run could not be scheduled",
