@@ -8,8 +8,9 @@ use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
 use tickwheel::persist::{DurableTimer, MisfirePolicy, OnMissed, Outcome, SyncPolicy};
-use tickwheel::timer::{ManualClock, ScheduleErrorKind};
+use tickwheel::timer::ScheduleErrorKind;
 
+use crate::journals::open_frozen;
 use crate::scratch::Scratch;
 
 /// The child side of the full-disk test: opens the journal named by
@@ -25,14 +26,7 @@ fn full_disk_child() {
     };
     // On a clock that never moves, the jobs due in 2 s cannot run here
     // however slow the writes are (with fsyncs of 200 ms they once could).
-    let (timer, recovery) = DurableTimer::<u64>::open_with_clock(
-        Path::new(&path),
-        SyncPolicy::Always,
-        &Default::default(),
-        ManualClock::new(),
-        |_| {},
-    )
-    .unwrap();
+    let (timer, recovery) = open_frozen(Path::new(&path), SystemTime::now());
     assert!(recovery.outcomes.is_empty());
     println!();
     let keyed = timer
@@ -167,14 +161,7 @@ fn a_full_disk_refuses_calls_and_every_answer_holds_after_a_restart() {
     assert!(pending.len() > 10 && cancelled > 0, "{out}");
     // Reopened on a frozen clock whose wall time is before every due
     // time: nothing runs, however long the child took.
-    let (timer, recovery) = DurableTimer::<u64>::open_with_clock(
-        &path,
-        SyncPolicy::Always,
-        &Default::default(),
-        ManualClock::with_wall_time(started),
-        |value| panic!("job {value} ran on a clock that never moved"),
-    )
-    .unwrap();
+    let (timer, recovery) = open_frozen(&path, started);
     let restored: alloc::collections::BTreeSet<u64> =
         recovery.outcomes.iter().map(|(id, _)| *id).collect();
     assert_eq!(restored, pending, "restored against what the answers said");

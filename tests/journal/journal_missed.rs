@@ -12,8 +12,8 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use tickwheel::persist::{DurableTimer, MisfirePolicy, OnMissed, Reschedule, SyncPolicy};
-use tickwheel::timer::ManualClock;
 
+use crate::journals::open_frozen;
 use crate::scratch::Scratch;
 
 /// Journals job 7, due `delay_ms` from now, and closes the journal without
@@ -23,18 +23,11 @@ fn leave_missed(path: &Path, delay_ms: u64, late_ms: u64) {
         Duration::from_millis(delay_ms),
         Duration::from_millis(late_ms),
     );
-    let frozen = ManualClock::new(); // its wall time is the current one
-    let (timer, _) = DurableTimer::<u64>::open_with_clock(
-        path,
-        SyncPolicy::Always,
-        &MisfirePolicy::default(),
-        frozen.clone(),
-        |value| panic!("job {value} ran on a clock that never moved"),
-    )
-    .unwrap();
+    let now = SystemTime::now();
+    let (timer, _) = open_frozen(path, now);
     timer.schedule(delay, 7).unwrap();
     drop(timer);
-    let due = tickwheel::timer::Clock::wall_now(&frozen) + delay;
+    let due = now + delay;
     while SystemTime::now() < due + late {
         std::thread::sleep(Duration::from_millis(5));
     }

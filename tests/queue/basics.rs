@@ -14,7 +14,7 @@ use tickwheel::redis::{Acked, Cancelled, Nacked, Queue, QueueError, Scheduled, M
 
 use crate::queues;
 use crate::redis_server;
-use queues::{builder, take, MS};
+use queues::{builder, take, wait_for_claim, MS};
 use redis_server::RedisServer;
 
 #[test]
@@ -395,11 +395,7 @@ fn an_idle_consumer_costs_about_one_command_a_second() {
     let waiter = std::thread::spawn(move || consumer.fetch(1, Duration::from_secs(6)).unwrap());
     // Connect, subscribe, first claim: counted from the claim on (a
     // loaded machine may run it late), plus time to subscribe.
-    let began = Instant::now();
-    while queue.metrics().claims == 0 {
-        assert!(began.elapsed() < Duration::from_secs(5), "no claim");
-        std::thread::sleep(MS);
-    }
+    wait_for_claim(&queue, 0);
     std::thread::sleep(Duration::from_millis(300));
     let before = server.commands_processed();
     std::thread::sleep(Duration::from_secs(5));

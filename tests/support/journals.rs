@@ -8,9 +8,10 @@ use core::time::Duration;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use tickwheel::persist::{DurableTimer, JournalError, Recovery, SyncPolicy};
+use tickwheel::timer::ManualClock;
 
 /// The values that ran, in order.
 pub(crate) type Ran = Arc<Mutex<Vec<u64>>>;
@@ -26,6 +27,20 @@ pub(crate) fn open_recording(
             sink.lock().unwrap().push(v)
         })?;
     Ok((timer, recovery, ran))
+}
+
+/// Opens `path` on a clock that stands at wall time `wall` and never
+/// moves: nothing runs however slow the machine (a job due "soon" on the
+/// real clock once ran before its timer was dropped). A run panics.
+pub(crate) fn open_frozen(path: &Path, wall: SystemTime) -> (DurableTimer<u64>, Recovery<u64>) {
+    DurableTimer::open_with_clock(
+        path,
+        SyncPolicy::Always,
+        &Default::default(),
+        ManualClock::with_wall_time(wall),
+        |value| panic!("job {value} ran on a clock that never moved"),
+    )
+    .unwrap()
 }
 
 /// Waits (up to 10 s) until `value` has run.

@@ -17,6 +17,16 @@ use super::redis_server::RedisServer;
 
 pub(crate) const MS: Duration = Duration::from_millis(1);
 
+/// Waits (up to 10 s) until `queue` has sent a claim past the first
+/// `sent` (the counter moves when a claim is sent, not when it is answered).
+pub(crate) fn wait_for_claim(queue: &Queue, sent: u64) {
+    let began = Instant::now();
+    while queue.metrics().claims <= sent {
+        assert!(began.elapsed() < Duration::from_secs(10), "no claim");
+        std::thread::sleep(MS);
+    }
+}
+
 /// The queue "orders" on `server`.
 pub(crate) fn builder(server: &RedisServer) -> QueueBuilder {
     Queue::builder(&server.url(), "orders")

@@ -242,12 +242,8 @@ fn dropping_the_last_handle_joins_the_thread_and_hands_back_pending_values() {
     assert_eq!(driver_threads(name, 1), 1, "a clone still holds it");
     drop(clone);
     // Joined; the kernel lists an exiting thread a moment after its join.
-    let give_up = std::time::Instant::now() + Duration::from_secs(5);
-    while driver_threads(name, 0) > 0 && std::time::Instant::now() < give_up {
-        std::thread::sleep(Duration::from_millis(1));
-    }
     assert_eq!(
-        driver_threads(name, 0),
+        settled(|| driver_threads(name, 0), 0),
         0,
         "the driver thread outlived the last handle"
     );
@@ -269,6 +265,20 @@ fn driver_threads(name: &str, expected: usize) -> usize {
                 .count()
         })
         .expect("/proc/self/task lists this process's threads")
+}
+
+/// `count()` once it equals `want`, or after 5 s: `/proc` lists a thread
+/// by its name only once it runs, and an exited one a moment after its
+/// join.
+fn settled(count: impl Fn() -> usize, want: usize) -> usize {
+    let give_up = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = count();
+        if now == want || std::time::Instant::now() >= give_up {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// The last handle is dropped inside a task: on the driver thread
@@ -343,18 +353,14 @@ fn the_pool_starts_its_workers_with_the_first_task() {
         .unwrap();
     assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 7);
     // A new thread names itself once it runs: wait for the second.
-    let give_up = std::time::Instant::now() + Duration::from_secs(5);
-    while threads_named("lazypool-") < 2 && std::time::Instant::now() < give_up {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(threads_named("lazypool-"), 2);
+    assert_eq!(settled(|| threads_named("lazypool-"), 2), 2);
     drop(timer);
     // Joined; the kernel lists an exiting thread a moment after its join.
-    let give_up = std::time::Instant::now() + Duration::from_secs(5);
-    while threads_named("lazypool-") > 0 && std::time::Instant::now() < give_up {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(threads_named("lazypool-"), 0, "joined at drop");
+    assert_eq!(
+        settled(|| threads_named("lazypool-"), 0),
+        0,
+        "joined at drop"
+    );
 }
 
 /// `sync` from a task the driver runs inline returns at once: it once
