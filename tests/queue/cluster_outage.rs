@@ -19,6 +19,11 @@ use redis_cluster::RedisCluster;
 const MS: Duration = Duration::from_millis(1);
 const PARTITIONS: u16 = 8;
 const JOBS: usize = 400;
+/// The queue's retry window and I/O timeout: a call to the dead shard gives
+/// up at its first failure past the window, so at most 0.5 s of backoff and
+/// three I/O timeouts later (`QueueBuilder::retry`).
+const RETRY: Duration = Duration::from_secs(1);
+const IO_TIMEOUT: Duration = Duration::from_millis(500);
 
 #[test]
 fn a_dead_shard_holds_up_no_other_partition() {
@@ -38,7 +43,7 @@ fn a_dead_shard_holds_up_no_other_partition() {
     let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
     let queue = Queue::cluster_builder(&seeds, "orders")
         .partitions(PARTITIONS)
-        .retry(Duration::from_secs(2), 500 * MS)
+        .retry(RETRY, IO_TIMEOUT)
         .connect()
         .unwrap();
     // Every job is scheduled before the shard dies: due 2 to 4 s from now.
@@ -55,9 +60,10 @@ fn a_dead_shard_holds_up_no_other_partition() {
     std::thread::sleep(Duration::from_secs(1));
     cluster.nodes[victim].kill9();
 
-    // The healthy partitions' jobs come, none early, each within the
-    // retry window (2 s) of its due time, and a second for the machine: the
-    // rounds that still waited on the dead shard are the worst case.
+    // The healthy partitions' jobs come, none early. Only the rounds that
+    // still waited on the dead shard are late, each by at most the longest
+    // a call to it can take before it gives up; most jobs fall due after
+    // its partitions left the rounds and come at once.
     let healthy: Vec<&String> = due
         .keys()
         .filter(|id| !dead.contains(&(partition_of(id, u64::from(PARTITIONS)) as u16)))
@@ -93,7 +99,15 @@ fn a_dead_shard_holds_up_no_other_partition() {
         healthy.len(),
         consumer.fetch_errors()
     );
-    assert!(max < Duration::from_secs(3), "max lateness {max:?}");
+    // Most jobs fall due after the dead shard's partitions left the rounds
+    // (p50 0.1-0.4 s with the machine loaded, a few ms when quiet); a
+    // consumer that kept the dead shard in its rounds made it 4.2 s (max
+    // 7.7 s), each round waiting out a call to it.
+    assert!(p50 < 1500 * MS, "median lateness {p50:?}");
+    // The worst round: the longest a call to the dead shard takes, and
+    // 1.5 s for a loaded machine.
+    let longest_call = RETRY + 500 * MS + 3 * IO_TIMEOUT;
+    assert!(max < longest_call + 1500 * MS, "max lateness {max:?}");
     // The dead shard's jobs wait: none came while it was down.
     assert_eq!(delivered.lock().unwrap().len(), healthy.len());
 
