@@ -4,6 +4,7 @@
 
 extern crate alloc;
 
+mod audit;
 mod hand_offs;
 mod interval;
 mod periodic;
