@@ -142,13 +142,20 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         let now = time.now();
         let (next_on_grid, owed) = match now.checked_duration_since(first) {
             Some(late) => {
-                let past = u64::try_from(late.as_nanos() / period.as_nanos())
+                let (late, every) = (late.as_nanos(), period.as_nanos());
+                let past = u64::try_from(late / every)
                     .unwrap_or(u64::MAX)
                     .saturating_add(1);
-                let next = u32::try_from(past)
-                    .ok()
-                    .and_then(|n| period.checked_mul(n))
-                    .and_then(|ahead| first.checked_add(ahead));
+                // The next point by remainder, never by multiplying the
+                // period (a `u32` count of periods once put a grid more
+                // than `u32::MAX` periods old off by up to a period).
+                // At most `period`, so it fits a `Duration`.
+                let ahead = every - late % every;
+                let ahead = Duration::new(
+                    u64::try_from(ahead / 1_000_000_000).unwrap_or(u64::MAX),
+                    (ahead % 1_000_000_000) as u32,
+                );
+                let next = now.checked_add(ahead);
                 let owed = match missed {
                     MissedTicks::Burst => past,
                     MissedTicks::Skip | MissedTicks::Delay => 1,
