@@ -2,6 +2,12 @@
 //! user porting from `tokio::time` would use them. Each test names the
 //! behaviour it checks and the promise it holds the code to.
 
+use alloc::sync::Arc;
+use alloc::task::Wake;
+use core::future::Future;
+use core::pin::Pin;
+use core::sync::atomic::{AtomicUsize, Ordering};
+use core::task::{Context, Waker};
 use core::time::Duration;
 
 use tickwheel::timer::{Clock, MissedTicks};
@@ -31,4 +37,55 @@ fn a_repeating_timer_from_more_than_u32_max_periods_ago_stays_on_its_grid() {
     assert_eq!(timer.deadline(beat), Some(now + US), "back on the grid");
     advance(&clock, &timer, US);
     assert_eq!(rx.try_recv(), Ok(7), "the next point of the grid");
+}
+
+/// A waker whose `wake` panics (runtime code the timer does not control).
+struct PanickingWake;
+
+impl Wake for PanickingWake {
+    fn wake(self: Arc<Self>) {
+        panic!("a waker that panics");
+    }
+}
+
+/// A waker that counts its wake-ups.
+#[derive(Default)]
+struct CountingWake(AtomicUsize);
+
+impl Wake for CountingWake {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// `shutdown` wakes every filed sleep ("stopping the timer wakes every
+/// filed sleep") and returns every unfired value ("stops the driver and
+/// returns every timer that has not fired"). A sleep's waker that panics
+/// when woken there is runtime code like a waker the driver wakes, whose
+/// panic is caught and counted (`hand_off.rs`): it must not take the
+/// other sleeps' wake-ups and the unfired values with it. `shutdown`
+/// panicked instead: the values never came back and the other sleep's
+/// task was never woken (it would hang).
+#[test]
+fn shutdown_returns_every_value_and_wakes_every_sleep_when_a_waker_panics() {
+    let (_clock, timer, _rx) = channel_timer::<u32>();
+    timer.schedule(Duration::from_secs(60), 1).unwrap();
+    let panicking = Waker::from(Arc::new(PanickingWake));
+    let mut bad = timer.sleep(Duration::from_secs(60));
+    let mut cx = Context::from_waker(&panicking);
+    assert!(Pin::new(&mut bad).poll(&mut cx).is_pending());
+    let woken = Arc::new(CountingWake::default());
+    let counting = Waker::from(Arc::clone(&woken));
+    let mut good = timer.sleep(Duration::from_secs(60));
+    let mut cx = Context::from_waker(&counting);
+    assert!(Pin::new(&mut good).poll(&mut cx).is_pending());
+    timer.schedule(Duration::from_secs(60), 2).unwrap();
+
+    let unfired = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| timer.shutdown()))
+        .expect("shutdown must not panic");
+    let mut values: Vec<u32> = unfired.into_iter().map(|(_, value)| value).collect();
+    values.sort_unstable();
+    assert_eq!(values, [1, 2], "every unfired value comes back");
+    assert_eq!(woken.0.load(Ordering::SeqCst), 1, "the other sleep is woken");
+    assert!(timer.stats().panicked >= 1, "the panic is counted");
 }
