@@ -108,9 +108,14 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
     pub(super) fn unfired(&self, deadline: Tick, job: Job<T>) -> Option<Unfired<T>> {
         let (deadline, every, value) = match job {
             // A sleep whose timer stops completes at once (`futures/sleep.rs`).
+            // Its waker is runtime code: a panic in it is caught and
+            // counted, as when the driver wakes it (`hand_off.rs`), so that
+            // it costs neither the other sleeps nor the unfired values.
             #[cfg(feature = "async")]
             Job::Wake(waker) => {
-                waker.wake();
+                if catch_unwind(AssertUnwindSafe(move || waker.wake())).is_err() {
+                    self.counters.panicked();
+                }
                 return None;
             }
             Job::Once(value) => (self.time.instant_of(deadline), None, value),
