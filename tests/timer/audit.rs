@@ -89,3 +89,56 @@ fn shutdown_returns_every_value_and_wakes_every_sleep_when_a_waker_panics() {
     assert_eq!(woken.0.load(Ordering::SeqCst), 1, "the other sleep is woken");
     assert!(timer.stats().panicked >= 1, "the panic is counted");
 }
+
+/// Polls `future` to completion on this thread.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut future = core::pin::pin!(future);
+    loop {
+        if let core::task::Poll::Ready(output) =
+            future.as_mut().poll(&mut Context::from_waker(&waker))
+        {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+/// `shutdown_graceful` stops the timer, so every pending sleep completes
+/// at once ("When the timer stops ... every pending sleep completes at
+/// once ... a task never hangs on a timer that is gone"), and then waits
+/// for the executor's tasks. A pool task awaiting one of the timer's own
+/// sleeps (a `timeout` around its I/O, say) must therefore finish, and
+/// the call return. The sleeps were woken only by the drain after the
+/// executor's flush, which waited for that very task: the call hung for
+/// good (here, for the sleep's hour).
+#[test]
+fn shutdown_graceful_completes_the_sleeps_its_executors_tasks_await() {
+    let timer = tickwheel::Timer::new().unwrap();
+    let (started, task_started) = std::sync::mpsc::channel();
+    let (finished, task_finished) = std::sync::mpsc::channel();
+    let own = timer.clone();
+    timer
+        .run_after(Duration::ZERO, move || {
+            started.send(()).unwrap();
+            block_on(own.sleep(Duration::from_secs(3_600)));
+            finished.send(()).unwrap();
+        })
+        .unwrap();
+    task_started.recv_timeout(Duration::from_secs(10)).unwrap();
+    let (returned, graceful_returned) = std::sync::mpsc::channel();
+    let stopper = timer.clone();
+    std::thread::spawn(move || returned.send(stopper.shutdown_graceful().len()).unwrap());
+    assert_eq!(
+        graceful_returned.recv_timeout(Duration::from_secs(10)),
+        Ok(0),
+        "shutdown_graceful returns"
+    );
+    assert_eq!(task_finished.try_recv(), Ok(()), "the task's sleep completed");
+}
