@@ -47,10 +47,16 @@ impl<T: Send + 'static, E: Executor<T>> Owner<T, E> {
                 let _ = driver.join();
             }
         }
-        // A panicking flush must not keep the timers from being handed
-        // back: counted, and the drain goes on.
-        if how == FINISHING && catch_unwind(AssertUnwindSafe(|| shared.executor.flush())).is_err() {
-            shared.counters.panicked();
+        if how == FINISHING {
+            // The timer has stopped, so its sleeps complete: before the
+            // wait for the executor's tasks, some of which may await them.
+            #[cfg(feature = "async")]
+            shared.wake_sleeps();
+            // A panicking flush must not keep the timers from being handed
+            // back: counted, and the drain goes on.
+            if catch_unwind(AssertUnwindSafe(|| shared.executor.flush())).is_err() {
+                shared.counters.panicked();
+            }
         }
         shared.drain_all()
     }

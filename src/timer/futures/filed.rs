@@ -22,8 +22,11 @@
 //! has come, or after the timer stopped, is cancelled at once.
 
 use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::panic::AssertUnwindSafe;
 use core::task::Waker;
 use core::time::Duration;
+use std::panic::catch_unwind;
 use std::time::Instant;
 
 use crate::timer::executor::Executor;
@@ -31,7 +34,7 @@ use crate::timer::job::Job;
 use crate::timer::shard::{ShardCell, Shared, Wheels, RUNNING};
 use crate::timer::sync::Ordering;
 use crate::timer::{Timer, TimerHandle};
-use crate::{Tick, Wheel};
+use crate::{Tick, TimerKey, Wheel};
 
 /// What a sleep needs of its timer, whatever the timer's value and
 /// executor types.
@@ -163,6 +166,42 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
             self.counters.removed();
         }
         drop(job);
+    }
+}
+
+impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
+    /// Takes every filed sleep's timer out of the wheels and wakes its
+    /// task (outside the locks; a waker that panics is counted). A stop
+    /// that waits for the executor's tasks (`shutdown_graceful`) does this
+    /// first: one of those tasks may await a sleep, which completes once
+    /// the timer has stopped, and the drain that wakes the rest comes only
+    /// after the wait.
+    pub(in crate::timer) fn wake_sleeps(&self) {
+        let mut wakers = Vec::new();
+        for cell in self.shards.iter() {
+            let dropped = {
+                let mut wheels = cell.lock.lock();
+                let dropped = wheels.flush_dropped();
+                for wheel in wheels.by_class.iter_mut().flatten() {
+                    let sleeps: Vec<TimerKey> = wheel
+                        .iter()
+                        .filter_map(|(key, _, job)| matches!(job, Job::Wake(_)).then_some(key))
+                        .collect();
+                    wakers.extend(sleeps.into_iter().filter_map(|key| match wheel.cancel(key) {
+                        Some(Job::Wake(waker)) => Some(waker),
+                        _ => None,
+                    }));
+                }
+                cell.publish_len(&wheels);
+                dropped
+            };
+            super::drop_wakers(dropped, &self.counters);
+        }
+        for waker in wakers {
+            if catch_unwind(AssertUnwindSafe(move || waker.wake())).is_err() {
+                self.counters.panicked();
+            }
+        }
     }
 }
 
