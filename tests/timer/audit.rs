@@ -142,3 +142,31 @@ fn shutdown_graceful_completes_the_sleeps_its_executors_tasks_await() {
     );
     assert_eq!(task_finished.try_recv(), Ok(()), "the task's sleep completed");
 }
+
+/// `interval_at(start, ..)`: "the first tick at `start` ... then on the
+/// grid `start + n × period`", and `tick` "returns the instant it was
+/// due", as tokio's `interval_at` and `tick` do. A `start` that falls
+/// between two of the timer's ticks (any `Instant::now() + d` does: the
+/// timer's ticks count from when it was built) came back rounded up to
+/// the tick, here 500 ns late (up to a whole tick with a coarser one),
+/// and so did every later tick of the grid. `Interval::reset_at` the same.
+#[test]
+fn an_interval_at_an_instant_between_ticks_answers_that_instant_and_its_grid() {
+    use core::task::Poll;
+    const MS: Duration = Duration::from_millis(1);
+    let (clock, timer) = crate::sleep::manual();
+    let start = clock.now() + 3 * MS + Duration::from_nanos(500);
+    let mut ticks = timer
+        .interval_at(start, 10 * MS, MissedTicks::Skip)
+        .unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(ticks.poll_tick(&mut cx).is_pending());
+    crate::sleep::advance(&clock, &timer, 4 * MS);
+    assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(start)));
+    crate::sleep::advance(&clock, &timer, 10 * MS);
+    assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(start + 10 * MS)));
+    let again = clock.now() + 2 * MS + Duration::from_nanos(250);
+    ticks.reset_at(again);
+    crate::sleep::advance(&clock, &timer, 3 * MS);
+    assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(again)));
+}
