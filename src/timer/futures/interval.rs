@@ -68,6 +68,12 @@ pub struct Interval {
     /// express (a start earlier than the timer): the next one and how
     /// many are still to come, at once, before the ticks' grid goes on.
     early: Option<(Instant, u64)>,
+    /// How much earlier than the start of its tick each point of the grid
+    /// falls (under a tick): a grid placed at an instant between two of
+    /// the timer's ticks (`interval_at`, `reset_at`) answers its own
+    /// instants, not the ticks' (tokio's `tick` answers `start + n ×
+    /// period`). Zero for a grid restarted from now.
+    offset: Duration,
 }
 
 impl Interval {
@@ -129,8 +135,12 @@ impl Interval {
         let timer = &self.sleep.timer;
         let now = self.now();
         let slack = timer.slack(self.sleep.class);
-        let due_at = timer.instant_of(due);
+        let due_at = timer.instant_of(due) - self.offset;
         let next = next_due(self.missed, due, self.period, now, slack, awaited);
+        if next != due.saturating_add(self.period) && self.missed == MissedTicks::Delay {
+            // A new grid, from now.
+            self.offset = Duration::ZERO;
+        }
         self.sleep.reset_tick(next);
         Poll::Ready(Some(due_at))
     }
@@ -159,6 +169,7 @@ impl Interval {
             missed,
             waiting: false,
             early: None,
+            offset: Duration::ZERO,
         }
     }
 
@@ -171,14 +182,21 @@ impl Interval {
             .checked_duration_since(first)
             .filter(|d| !d.is_zero())
         else {
-            return self.restart(timer.tick_at(first));
+            let tick = timer.tick_at(first);
+            let offset = timer.instant_of(tick).saturating_duration_since(first);
+            self.restart(tick);
+            self.offset = offset;
+            return;
         };
         let (points, ahead) = across_origin(before, self.period());
         // Past the end of `Instant`: never.
-        let on_grid = origin
-            .checked_add(ahead)
-            .map_or(Tick::MAX, |at| timer.tick_at(at));
+        let first_after = origin.checked_add(ahead);
+        let on_grid = first_after.map_or(Tick::MAX, |at| timer.tick_at(at));
+        let offset = first_after.map_or(Duration::ZERO, |at| {
+            timer.instant_of(on_grid).saturating_duration_since(at)
+        });
         self.restart(on_grid);
+        self.offset = offset;
         let owed = match self.missed {
             MissedTicks::Burst => u64::try_from(points).unwrap_or(u64::MAX),
             MissedTicks::Skip | MissedTicks::Delay => 1,
@@ -191,6 +209,7 @@ impl Interval {
         self.sleep.reset_tick(deadline);
         self.early = None;
         self.waiting = false;
+        self.offset = Duration::ZERO;
     }
 
     /// Yields the early point `at`, `left` of them still owed; `None` once
@@ -208,7 +227,10 @@ impl Interval {
             let on_grid = self.sleep.deadline;
             match self.missed {
                 MissedTicks::Burst => {}
-                MissedTicks::Delay => self.sleep.reset_tick(now.up.saturating_add(self.period)),
+                MissedTicks::Delay => {
+                    self.sleep.reset_tick(now.up.saturating_add(self.period));
+                    self.offset = Duration::ZERO;
+                }
                 MissedTicks::Skip => self.sleep.reset_tick(after(on_grid, self.period, now.down)),
             }
         }
