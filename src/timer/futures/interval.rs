@@ -135,7 +135,8 @@ impl Interval {
         let timer = &self.sleep.timer;
         let now = self.now();
         let slack = timer.slack(self.sleep.class);
-        let due_at = timer.instant_of(due) - self.offset;
+        let due_at = timer.instant_of(due);
+        let due_at = due_at.checked_sub(self.offset).unwrap_or(due_at);
         let next = next_due(self.missed, due, self.period, now, slack, awaited);
         if next != due.saturating_add(self.period) && self.missed == MissedTicks::Delay {
             // A new grid, from now.
