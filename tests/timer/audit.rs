@@ -170,3 +170,37 @@ fn an_interval_at_an_instant_between_ticks_answers_that_instant_and_its_grid() {
     crate::sleep::advance(&clock, &timer, 3 * MS);
     assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(again)));
 }
+
+/// Dropping the last handle "drops the executor, and a `ThreadPool` then
+/// finishes the tasks it was handed and joins its workers, so the drop
+/// waits for tasks still running" (`Timer` docs, "Stopping"); and a sleep
+/// "holds the timer's shared state, not its driver, so it does not keep
+/// the timer running". But the executor lives in that shared state: while
+/// any `Sleep` of the timer is alive (here one never polled; a completed
+/// one kept in a struct does the same), the drop returned at once, with
+/// the task still running and the pool's workers left alive until the
+/// sleep was dropped. A program that drops its timer to wait for its
+/// tasks before exiting loses their effects.
+#[test]
+fn dropping_the_last_handle_waits_for_running_tasks_while_a_sleep_is_alive() {
+    use core::sync::atomic::AtomicBool;
+    let timer = tickwheel::Timer::new().unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let (started, task_started) = std::sync::mpsc::channel();
+    let finished = Arc::clone(&done);
+    timer
+        .run_after(Duration::ZERO, move || {
+            started.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            finished.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+    task_started.recv_timeout(Duration::from_secs(10)).unwrap();
+    let idle = timer.sleep(Duration::from_secs(3_600));
+    drop(timer);
+    assert!(
+        done.load(Ordering::SeqCst),
+        "the drop returned before the running task finished"
+    );
+    drop(idle);
+}
