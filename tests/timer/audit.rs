@@ -204,3 +204,30 @@ fn dropping_the_last_handle_waits_for_running_tasks_while_a_sleep_is_alive() {
     );
     drop(idle);
 }
+
+/// The same promise without any sleep: a fixed-delay run carries a guard
+/// that holds the timer's shared state (to re-arm the timer when the run
+/// ends), and so the executor in it. Dropping the last handle while such
+/// a run is in progress on the pool returned at once instead of waiting
+/// for it ("the drop waits for tasks still running").
+#[test]
+fn dropping_the_last_handle_waits_for_a_running_fixed_delay_run() {
+    use core::sync::atomic::AtomicBool;
+    let timer = tickwheel::Timer::new().unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let (started, run_started) = std::sync::mpsc::sync_channel(1);
+    let finished = Arc::clone(&done);
+    timer
+        .with_fixed_delay(Duration::ZERO, Duration::from_secs(3_600), move || {
+            let _ = started.try_send(());
+            std::thread::sleep(Duration::from_millis(200));
+            finished.store(true, Ordering::SeqCst);
+        })
+        .unwrap();
+    run_started.recv_timeout(Duration::from_secs(10)).unwrap();
+    drop(timer);
+    assert!(
+        done.load(Ordering::SeqCst),
+        "the drop returned before the running fixed-delay run finished"
+    );
+}
