@@ -68,6 +68,14 @@ impl<T: Send + 'static, E: Executor<T>> Drop for Owner<T, E> {
             self.shared
                 .undelivered(unfired.into_expired(), Why::Dropped);
         }
+        // The drop waits for the tasks still running. Dropping the executor
+        // does that (a `ThreadPool` joins its workers), but the shared
+        // state that holds it may outlive this handle: a `Sleep` holds it,
+        // and so does a fixed-delay run's re-arm guard. So wait here too,
+        // after the drain has woken every sleep (a task may await one).
+        if catch_unwind(AssertUnwindSafe(|| self.shared.executor.flush())).is_err() {
+            self.shared.counters.panicked();
+        }
     }
 }
 
