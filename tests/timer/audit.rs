@@ -86,7 +86,11 @@ fn shutdown_returns_every_value_and_wakes_every_sleep_when_a_waker_panics() {
     let mut values: Vec<u32> = unfired.into_iter().map(|(_, value)| value).collect();
     values.sort_unstable();
     assert_eq!(values, [1, 2], "every unfired value comes back");
-    assert_eq!(woken.0.load(Ordering::SeqCst), 1, "the other sleep is woken");
+    assert_eq!(
+        woken.0.load(Ordering::SeqCst),
+        1,
+        "the other sleep is woken"
+    );
     assert!(timer.stats().panicked >= 1, "the panic is counted");
 }
 
@@ -140,7 +144,11 @@ fn shutdown_graceful_completes_the_sleeps_its_executors_tasks_await() {
         Ok(0),
         "shutdown_graceful returns"
     );
-    assert_eq!(task_finished.try_recv(), Ok(()), "the task's sleep completed");
+    assert_eq!(
+        task_finished.try_recv(),
+        Ok(()),
+        "the task's sleep completed"
+    );
 }
 
 /// `interval_at(start, ..)`: "the first tick at `start` ... then on the

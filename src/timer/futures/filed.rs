@@ -187,10 +187,11 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                         .iter()
                         .filter_map(|(key, _, job)| matches!(job, Job::Wake(_)).then_some(key))
                         .collect();
-                    wakers.extend(sleeps.into_iter().filter_map(|key| match wheel.cancel(key) {
-                        Some(Job::Wake(waker)) => Some(waker),
-                        _ => None,
-                    }));
+                    for key in sleeps {
+                        if let Some(Job::Wake(waker)) = wheel.cancel(key) {
+                            wakers.push(waker);
+                        }
+                    }
                 }
                 cell.publish_len(&wheels);
                 dropped
