@@ -184,7 +184,10 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     }
 
     /// Like [`reset`](Self::reset), to an instant of this timer's clock
-    /// (one in the past makes the timer due at once).
+    /// (one in the past makes the timer due at once). Deadlines count in
+    /// ticks from when the timer was built, so an instant before that
+    /// counts as that moment: a fixed-rate timer's schedule restarts there,
+    /// not on the earlier instant's grid.
     ///
     /// ```
     /// # use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 
 extern crate alloc;
 
-mod audit;
+mod stops_and_grids;
 mod hand_offs;
 mod interval;
 mod periodic;

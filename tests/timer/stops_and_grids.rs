@@ -1,6 +1,7 @@
-//! Defects found by an audit of the std layer and the async futures as a
-//! user porting from `tokio::time` would use them. Each test names the
-//! behaviour it checks and the promise it holds the code to.
+//! Stops that hand back, wake and wait for everything they promise, and
+//! repeating grids and intervals that keep the instants they were given.
+//! Each test names the behaviour it checks and the promise it holds the
+//! code to; each failed before its fix.
 
 use alloc::sync::Arc;
 use alloc::task::Wake;
