@@ -127,7 +127,11 @@ pub trait Executor<T>: Send + Sync + 'static {
     }
 
     /// Blocks until every fired timer handed over so far has been dealt
-    /// with. Used by [`Timer::shutdown_graceful`](super::Timer::shutdown_graceful).
+    /// with. Used by [`Timer::shutdown_graceful`](super::Timer::shutdown_graceful)
+    /// and by the drop of a timer's last handle, which waits for the tasks
+    /// still running. Either can be called from one of the executor's own
+    /// tasks (a task that stops its timer or drops its last handle): then
+    /// wait for the others only, as [`ThreadPool`](super::ThreadPool) does.
     /// The default returns at once (for executors that finish within
     /// `execute`).
     ///
