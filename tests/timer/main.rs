@@ -4,13 +4,13 @@
 
 extern crate alloc;
 
-mod stops_and_grids;
 mod hand_offs;
 mod interval;
 mod periodic;
 mod slack;
 mod sleep;
 mod sleep_runtimes;
+mod stops_and_grids;
 mod timer;
 mod timer_lifecycle;
 mod timer_priority;

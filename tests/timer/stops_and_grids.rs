@@ -82,7 +82,7 @@ fn shutdown_returns_every_value_and_wakes_every_sleep_when_a_waker_panics() {
     assert!(Pin::new(&mut good).poll(&mut cx).is_pending());
     timer.schedule(Duration::from_secs(60), 2).unwrap();
 
-    let unfired = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| timer.shutdown()))
+    let unfired = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| timer.shutdown()))
         .expect("shutdown must not panic");
     let mut values: Vec<u32> = unfired.into_iter().map(|(_, value)| value).collect();
     values.sort_unstable();
