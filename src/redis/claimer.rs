@@ -78,6 +78,10 @@ pub(super) struct Fetch {
     /// Their answers, once sent.
     pub(super) acked: Option<Vec<Acked>>,
     pub(super) reply: Reply<Fetched>,
+    /// Set by the loop for a fetch that arrives while every shard is down:
+    /// when it answers `Unavailable` if they still are (a retry window
+    /// later), whatever its own timeout.
+    pub(super) outage_ends: Option<Instant>,
 }
 
 /// What a fetch answers: its acks' answers, and the jobs it got.
@@ -86,6 +90,15 @@ pub(super) type Fetched = (Vec<Acked>, Vec<Delivery>);
 impl Fetch {
     fn unsent(&self) -> bool {
         self.acked.is_none() && !self.acks.is_empty()
+    }
+
+    /// The first of its deadline and, while every shard is down, the end
+    /// of its wait for one.
+    fn gives_up(&self) -> Option<Instant> {
+        match (self.deadline, self.outage_ends) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Answers the fetch with `jobs`; hands them back if it has gone.
@@ -234,7 +247,7 @@ pub(super) async fn run(
         }
         while let Some(pos) = waiting
             .iter()
-            .position(|f| f.deadline.is_some_and(|d| d <= now))
+            .position(|f| f.gives_up().is_some_and(|d| d <= now))
         {
             if let Some(fetch) = waiting.remove(pos) {
                 // Nothing came; with every shard down, say why.
@@ -254,7 +267,7 @@ pub(super) async fn run(
         }
         let other = waiting
             .iter()
-            .filter_map(|f| f.deadline)
+            .filter_map(Fetch::gives_up)
             .chain(
                 ks.iter()
                     .filter(|k| k.down.is_none())
@@ -266,7 +279,16 @@ pub(super) async fn run(
             .unwrap_or_else(far_future);
         tokio::select! {
             message = rx.recv() => match message {
-                Some(ToClaimer::Fetch(fetch)) => waiting.push_back(fetch),
+                Some(ToClaimer::Fetch(mut fetch)) => {
+                    // Every shard is down: the loop knows it (a round
+                    // failed for the retry window) and probes in the
+                    // background. A fetch that waits for good would wait
+                    // out the outage too; it waits one more window.
+                    if all_down(&ks).is_some() {
+                        fetch.outage_ends = Instant::now().checked_add(io.ctx.options.retry_for);
+                    }
+                    waiting.push_back(fetch);
+                }
                 // Released, not handed on: their lease may have run out
                 // and the job gone to another consumer meanwhile, and
                 // `release.lua` checks the fence.
@@ -287,7 +309,9 @@ pub(super) async fn run(
                         queue = io.ctx.identity,
                         partition = part
                     );
-                    // Its shard answers again: back in the rounds.
+                    // Its shard answers again: back in the rounds, and
+                    // the fetches wait for their jobs again.
+                    waiting.iter_mut().for_each(|f| f.outage_ends = None);
                     let k = &mut ks[part];
                     release_abandoned(&io, part, core::mem::take(&mut k.abandoned));
                     k.down = None;

@@ -109,6 +109,7 @@ impl ClaimLoop {
             acks,
             acked: None,
             reply,
+            outage_ends: None,
         };
         if let Err(mpsc::error::SendError(ToClaimer::Fetch(fetch))) =
             self.tx.send(ToClaimer::Fetch(fetch))
