@@ -9,7 +9,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use core::time::Duration;
 use std::time::Instant;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::batched;
 use super::claimer::{self, Fetch, Fetched, ToClaimer};
@@ -33,6 +33,9 @@ pub(super) struct ClaimLoop {
     /// that would take nothing. A loop gone without it means the I/O
     /// stopped (`Unavailable`).
     closed: AtomicBool,
+    /// Turns `true` at `close`: waiting fetches answer `Closed` at once,
+    /// even while the loop is busy in a round.
+    closing: watch::Sender<bool>,
 }
 
 impl ClaimLoop {
@@ -77,6 +80,7 @@ impl ClaimLoop {
             shared: Arc::clone(shared),
             tx,
             closed: AtomicBool::new(false),
+            closing: watch::Sender::new(false),
         })
     }
 
@@ -124,6 +128,7 @@ impl ClaimLoop {
         Ok(self
             .shared
             .pending(rx)
+            .until_closed(self.closing.subscribe())
             .on_unread(move |(_, jobs): Fetched| {
                 if jobs.is_empty() {
                     return;
@@ -141,6 +146,7 @@ impl ClaimLoop {
 
     pub(super) fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        self.closing.send_replace(true);
         let _ = self.tx.send(ToClaimer::Close);
     }
 }

@@ -9,7 +9,7 @@ use core::pin::{pin, Pin};
 use core::task::{Context, Poll, Waker};
 use std::panic::{catch_unwind, resume_unwind};
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::QueueError;
 
@@ -20,6 +20,9 @@ pub(super) type Reply<A> = oneshot::Sender<Result<A, QueueError>>;
 /// dropped after the I/O thread sent it).
 type Unread<A> = Box<dyn FnOnce(A) + Send>;
 
+/// Ends when the consumer a fetch waits on is closed.
+type Closing = Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// A call's answer, still to come: a future for async callers, or
 /// [`wait`](Self::wait) for blocking ones.
 pub(super) struct Pending<A> {
@@ -28,6 +31,8 @@ pub(super) struct Pending<A> {
     /// The runtime the answering I/O runs on (`QueueBuilder::runtime`), if
     /// any; otherwise it has a thread of its own.
     io_runtime: Option<tokio::runtime::Id>,
+    /// A fetch's: answers `Closed` once it ends (see `until_closed`).
+    closing: Option<Closing>,
 }
 
 impl<A> Pending<A> {
@@ -36,7 +41,20 @@ impl<A> Pending<A> {
             rx,
             unread: None,
             io_runtime: None,
+            closing: None,
         }
+    }
+
+    /// Answers `Closed` once `closed` turns `true`, if no answer came
+    /// first: a close reaches a fetch whose loop is busy in a round (one
+    /// that retries against a stalled server, say). An answer sent after
+    /// that is refused to its sender, or handed to `on_unread`.
+    pub(super) fn until_closed(mut self, mut closed: watch::Receiver<bool>) -> Pending<A> {
+        self.closing = Some(Box::pin(async move {
+            // An error: the sender went with its consumer, which closes it.
+            let _ = closed.wait_for(|closed| *closed).await;
+        }));
+        self
     }
 
     /// Says which runtime the answering I/O runs on.
@@ -96,9 +114,20 @@ impl<A> Future for Pending<A> {
     type Output = Result<A, QueueError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.rx)
-            .poll(cx)
-            .map(|answer| answer.unwrap_or_else(|_| Err(QueueError::io_stopped())))
+        if let Poll::Ready(answer) = Pin::new(&mut self.rx).poll(cx) {
+            return Poll::Ready(answer.unwrap_or_else(|_| Err(QueueError::io_stopped())));
+        }
+        match self
+            .closing
+            .as_mut()
+            .map(|closing| closing.as_mut().poll(cx))
+        {
+            Some(Poll::Ready(())) => {
+                self.closing = None;
+                Poll::Ready(Err(QueueError::Closed))
+            }
+            _ => Poll::Pending,
+        }
     }
 }
 

@@ -13,6 +13,7 @@ mod admin_tool;
 mod async_api;
 mod async_drops;
 mod async_runtime;
+mod audit_close;
 mod audit_outage;
 mod basics;
 #[path = "../support/children.rs"]
