@@ -15,6 +15,7 @@ mod async_drops;
 mod async_runtime;
 mod audit_close;
 mod audit_outage;
+mod audit_wakeups;
 mod basics;
 #[path = "../support/children.rs"]
 mod children;
