@@ -41,7 +41,11 @@ fn a_nacked_job_is_delivered_again_after_its_delay_not_after_a_poll() {
     let nacked = Instant::now();
     let again = consumer.fetch(1, Duration::from_secs(6)).unwrap();
     let took = nacked.elapsed();
-    assert_eq!(again.len(), 1, "not redelivered within 6 s of a 100 ms nack");
+    assert_eq!(
+        again.len(),
+        1,
+        "not redelivered within 6 s of a 100 ms nack"
+    );
     assert_eq!(again[0].attempt, 2);
     // Far below the 10 s poll, with room for a loaded machine.
     assert!(took < Duration::from_secs(3), "took {took:?}");
