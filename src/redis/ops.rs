@@ -260,7 +260,9 @@ pub(super) fn nack(
                 .arg(delay)
                 .arg(o.max_attempts)
                 .arg(token.bytes());
-            cmd.arg(u8::from(again)).arg(o.answer_ttl_ms());
+            cmd.arg(u8::from(again))
+                .arg(o.answer_ttl_ms())
+                .arg(&part.channel);
             cmd
         })
         .await

@@ -1,5 +1,5 @@
 -- ARGV: id, fence, delay, max attempts, token, 1 if a retry, answer time
--- to live (ms). KEYS[7]: this call's answer, for a retry.
+-- to live (ms), wake channel. KEYS[7]: this call's answer, for a retry.
 -- Returns 1 to be retried after the delay, 2 dead-lettered (out of
 -- attempts), -1 the lease is lost.
 if ARGV[6] == '1' then
@@ -26,6 +26,11 @@ else
   push(batch.zadd, num(r.due), member)
 end
 put(id, r)
+if answer == 1 then
+  -- Due again sooner than anything sleeping consumers knew of (its own
+  -- lease deadline, say): wake them, as a schedule would.
+  hint(ARGV[8], r.due, head()) -- before the writes (schedule.lua says why)
+end
 flush()
 redis.call('SET', KEYS[7], answer, 'PX', ARGV[7])
 return answer
