@@ -14,6 +14,7 @@ mod async_api;
 mod async_drops;
 mod async_runtime;
 mod audit_close;
+mod audit_ack_only;
 mod audit_outage;
 mod audit_wakeups;
 mod basics;
