@@ -158,7 +158,10 @@ pub(super) async fn run(
         // to wait included); only then does its deadline count. Acks ride
         // along.
         let now = Instant::now();
-        let mut claimable: Vec<usize> = if waiting.is_empty() {
+        // Fetches that take nothing (`ack_and_fetch(done, 0, _)`) claim
+        // nothing: a claim asks for at least one job, which nobody would
+        // receive. Their acks go alone, below.
+        let mut claimable: Vec<usize> = if waiting.iter().all(|f| f.max == 0) {
             Vec::new()
         } else {
             (0..ks.len())
@@ -217,7 +220,7 @@ pub(super) async fn run(
             hand_out(&io, &mut waiting, jobs).await;
             continue;
         }
-        if !waiting.is_empty() && ks.iter().any(|k| k.poll_due(now)) {
+        if waiting.iter().any(|f| f.max > 0) && ks.iter().any(|k| k.poll_due(now)) {
             for (part, k) in ks.iter_mut().enumerate() {
                 if !k.poll_due(now) {
                     continue;
