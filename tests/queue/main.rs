@@ -17,6 +17,7 @@ mod audit_close;
 mod audit_ack_only;
 mod audit_outage;
 mod audit_wakeups;
+mod audit_zero_timeout;
 mod basics;
 #[path = "../support/children.rs"]
 mod children;
