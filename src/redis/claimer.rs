@@ -77,6 +77,8 @@ pub(super) struct Fetch {
     pub(super) ack_count: usize,
     /// Their answers, once sent.
     pub(super) acked: Option<Vec<Acked>>,
+    /// A claim round ran while this fetch waited.
+    pub(super) claimed: bool,
     pub(super) reply: Reply<Fetched>,
     /// Set by the loop for a fetch that arrives while every shard is down:
     /// when it answers `Unavailable` if they still are (a retry window
@@ -161,11 +163,17 @@ pub(super) async fn run(
         // Fetches that take nothing (`ack_and_fetch(done, 0, _)`) claim
         // nothing: a claim asks for at least one job, which nobody would
         // receive. Their acks go alone, below.
+        // A fetch with no time left to wait, that no claim has served yet,
+        // claims what is due now: the slack window is for a sleeping
+        // consumer, and this one will not sleep.
+        let hurried = waiting
+            .iter()
+            .any(|f| f.max > 0 && !f.claimed && f.deadline.is_some_and(|d| d <= now));
         let mut claimable: Vec<usize> = if waiting.iter().all(|f| f.max == 0) {
             Vec::new()
         } else {
             (0..ks.len())
-                .filter(|&p| ks[p].claimable(woke, now))
+                .filter(|&p| ks[p].claimable(woke || hurried, now))
                 .collect()
         };
         if !claimable.is_empty() {
@@ -179,6 +187,7 @@ pub(super) async fn run(
         }
         if !claimable.is_empty() {
             woke = false;
+            waiting.iter_mut().for_each(|f| f.claimed = true);
             let want = waiting
                 .iter()
                 .map(|f| f.max)

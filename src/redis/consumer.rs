@@ -112,6 +112,7 @@ impl ClaimLoop {
             ack_count: acks.len(),
             acks,
             acked: None,
+            claimed: false,
             reply,
             outage_ends: None,
         };
