@@ -160,15 +160,15 @@ pub(super) async fn run(
         // to wait included); only then does its deadline count. Acks ride
         // along.
         let now = Instant::now();
-        // Fetches that take nothing (`ack_and_fetch(done, 0, _)`) claim
-        // nothing: a claim asks for at least one job, which nobody would
-        // receive. Their acks go alone, below.
         // A fetch with no time left to wait, that no claim has served yet,
         // claims what is due now: the slack window is for a sleeping
         // consumer, and this one will not sleep.
         let hurried = waiting
             .iter()
             .any(|f| f.max > 0 && !f.claimed && f.deadline.is_some_and(|d| d <= now));
+        // Fetches that take nothing (`ack_and_fetch(done, 0, _)`) claim
+        // nothing: a claim asks for at least one job, which nobody would
+        // receive. Their acks go alone, below.
         let mut claimable: Vec<usize> = if waiting.iter().all(|f| f.max == 0) {
             Vec::new()
         } else {
