@@ -225,40 +225,26 @@ fn io_thread(ctx: Arc<Ctx>, rx: mpsc::UnboundedReceiver<Request>, ready: Reply<(
 }
 
 /// Connects, answers `ready`, and serves until every handle is gone.
-/// `in_place` learns the connection and the lanes before `ready`.
+/// `in_place` learns the connection and the lanes before `ready`. A
+/// caller that stops waiting for `ready` (a dropped `connect_async`) ends
+/// the dialling at once: nothing would use the queue, and the drop of its
+/// handle would otherwise wait for the rest of the retry window.
 async fn run_io(
     ctx: Arc<Ctx>,
     rx: mpsc::UnboundedReceiver<Request>,
-    ready: Reply<()>,
+    mut ready: Reply<()>,
     in_place: Option<Arc<OnceLock<InPlace>>>,
 ) {
-    let conn = match connect(&ctx).await {
-        Ok(conn) => conn,
+    let io = tokio::select! {
+        io = set_up(ctx) => io,
+        () = ready.closed() => return,
+    };
+    let io = match io {
+        Ok(io) => io,
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
         }
-    };
-    if let Err(e) = super::partitions::set_partitions(&ctx, &conn).await {
-        let _ = ready.send(Err(e));
-        return;
-    }
-    // Schedules that wait for replicas wait on a connection of their own.
-    let replicated = if ctx.options.replicas > 0 {
-        match connect(&ctx).await {
-            Ok(conn) => Some(conn),
-            Err(e) => {
-                let _ = ready.send(Err(e));
-                return;
-            }
-        }
-    } else {
-        None
-    };
-    let io = Io {
-        conn,
-        replicated,
-        ctx,
     };
     let lanes = LaneSet::new(io.ctx.parts().len());
     if let Some(in_place) = in_place {
@@ -271,6 +257,23 @@ async fn run_io(
         return;
     }
     serve(io, lanes, rx).await;
+}
+
+/// The connections and the partitions a queue's I/O starts with.
+async fn set_up(ctx: Arc<Ctx>) -> Result<Io, QueueError> {
+    let conn = connect(&ctx).await?;
+    super::partitions::set_partitions(&ctx, &conn).await?;
+    // Schedules that wait for replicas wait on a connection of their own.
+    let replicated = if ctx.options.replicas > 0 {
+        Some(connect(&ctx).await?)
+    } else {
+        None
+    };
+    Ok(Io {
+        conn,
+        replicated,
+        ctx,
+    })
 }
 
 /// Dials the server within the retry window, and checks its eviction
