@@ -110,6 +110,11 @@ impl SentinelTarget {
                 "the sentinels are reached all by redis:// or all by rediss://",
             )));
         }
+        if master.trim().is_empty() {
+            return Err(QueueError::Connect(String::from(
+                "Sentinel needs the master's URL: redis://<its name in Sentinel>",
+            )));
+        }
         let master_info = super::server::parse(master)?;
         let (name, tls) = match master_info.addr() {
             ConnectionAddr::Tcp(name, _) => (name, false),

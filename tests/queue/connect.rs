@@ -371,4 +371,15 @@ fn urls_that_cannot_work_are_clear_errors_before_any_network() {
     }
     let err = Queue::cluster_builder(&[], "orders").connect().unwrap_err();
     assert!(matches!(err, QueueError::Connect(_)), "{err:?}");
+    // A Sentinel target without its master says which part is missing.
+    let sentinels = ["redis://127.0.0.1:1"];
+    for master in ["", " "] {
+        let err = Queue::sentinel_builder(&sentinels, master, "orders")
+            .connect()
+            .unwrap_err();
+        assert!(
+            matches!(&err, QueueError::Connect(why) if why.contains("master's URL")),
+            "{master:?}: {err:?}"
+        );
+    }
 }
