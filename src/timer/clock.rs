@@ -138,14 +138,32 @@ pub struct SpinningClock {
 }
 
 impl SpinningClock {
-    /// Parks until `spin` before each deadline, then spins.
+    /// The longest spin: while it spins the driver notices nothing (an
+    /// earlier timer, a stop), so a longer one would hold up a shutdown
+    /// and burn a core for as long.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tickwheel::timer::SpinningClock;
+    ///
+    /// // A spin of an hour spins 10 ms before each deadline.
+    /// assert_eq!(SpinningClock::MAX_SPIN, Duration::from_millis(10));
+    /// let clock = SpinningClock::new(Duration::from_secs(3_600));
+    /// # let _ = clock;
+    /// ```
+    pub const MAX_SPIN: Duration = Duration::from_millis(10);
+
+    /// Parks until `spin` before each deadline, then spins. A `spin` above
+    /// [`MAX_SPIN`](Self::MAX_SPIN) spins that long.
     ///
     /// ```
     /// let clock = tickwheel::timer::SpinningClock::new(std::time::Duration::from_micros(500));
     /// # let _ = clock;
     /// ```
     pub fn new(spin: Duration) -> Self {
-        SpinningClock { spin }
+        SpinningClock {
+            spin: spin.min(Self::MAX_SPIN),
+        }
     }
 }
 

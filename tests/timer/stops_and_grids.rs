@@ -240,3 +240,26 @@ fn dropping_the_last_handle_waits_for_a_running_fixed_delay_run() {
         "the drop returned before the running fixed-delay run finished"
     );
 }
+
+/// A `SpinningClock` spins at most `MAX_SPIN` before a deadline: while it
+/// spins the driver notices nothing, so a spin of `Duration::MAX` held a
+/// `shutdown` (and a core) until the next deadline, here an hour away.
+#[test]
+fn a_spinning_clock_of_any_spin_lets_a_shutdown_through() {
+    use tickwheel::timer::SpinningClock;
+    let timer = tickwheel::Timer::builder()
+        .clock(SpinningClock::new(Duration::MAX))
+        .build()
+        .unwrap();
+    timer.run_after(Duration::from_secs(3_600), || ()).unwrap();
+    // The driver spins towards the deadline from its first pass.
+    std::thread::sleep(Duration::from_millis(50));
+    let (returned, shutdown_returned) = std::sync::mpsc::channel();
+    let stopper = timer.clone();
+    std::thread::spawn(move || returned.send(stopper.shutdown().len()).unwrap());
+    assert_eq!(
+        shutdown_returned.recv_timeout(Duration::from_secs(10)),
+        Ok(1),
+        "shutdown returns, with the hour's timer"
+    );
+}
