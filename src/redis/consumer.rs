@@ -202,13 +202,16 @@ impl Consumer {
     /// at once for `max == 0`. Each comes with a lease (the queue's
     /// `lease`): ack or nack it before it runs out, or it is delivered
     /// again. Any timeout works (`Duration::MAX` waits for good). A claim
-    /// already sent when the timeout passes is waited for (its reply comes
-    /// within the queue's I/O timeout), so that jobs it leased come to
+    /// already sent when the timeout passes is waited for (its reply
+    /// usually comes within a round trip; against a stalled server, its
+    /// retries end with the retry window), so that jobs it leased come to
     /// this fetch rather than wait out their lease.
     ///
     /// # Errors
     ///
-    /// Redis unreachable for the retry window; [`QueueError::Closed`]
+    /// Redis unreachable for the retry window (a fetch made once every
+    /// shard was found unreachable waits one more window for one to
+    /// answer, whatever its timeout); [`QueueError::Closed`]
     /// once [`close`](Self::close) was called, also for a fetch waiting
     /// then, and for `max == 0`; [`QueueError::Unavailable`] once the
     /// queue's I/O has stopped (the runtime it ran on shut down).

@@ -29,14 +29,17 @@ pub(crate) const BUCKETS: usize = 32;
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Timers scheduled and neither fired nor cancelled.
+    /// Timers scheduled and neither fired nor cancelled, async sleeps
+    /// waiting in the wheels included.
     pub pending: usize,
     /// Timers accepted by `schedule`, `schedule_at` or `schedule_repeating`
-    /// (a repeating timer counts once).
+    /// (a repeating timer counts once), and async sleeps filed.
     pub scheduled: u64,
-    /// Runs handed to the executor (each run of a repeating timer counts).
+    /// Runs handed to the executor (each run of a repeating timer counts),
+    /// and async sleeps woken.
     pub fired: u64,
-    /// Timers removed by `cancel`.
+    /// Timers removed by `cancel`, and async sleeps dropped before their
+    /// deadline.
     pub cancelled: u64,
     /// Runs the executor refused (then passed to the `on_undelivered` hook).
     pub rejected: u64,
