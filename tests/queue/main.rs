@@ -42,6 +42,7 @@ mod replicas;
 mod retries;
 mod schedule_retries;
 mod schedules;
+mod schedules_cron_cancel;
 mod schedules_edges;
 #[path = "../support/scratch.rs"]
 mod scratch;
