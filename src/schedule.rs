@@ -323,8 +323,9 @@ impl Schedule {
     }
 
     /// The latest `n` instants at or before `upto` (µs), oldest first. A
-    /// cron timetable looks back a day at most (86,400 steps for a run a
-    /// second).
+    /// cron timetable steps back from `upto`, `n` steps at most (it once
+    /// looked back a day only, and a daily or rarer timetable's run before
+    /// `upto` was not among them).
     #[cfg(feature = "redis")]
     pub(crate) fn latest(&self, upto: i64, n: usize) -> alloc::vec::Vec<i64> {
         let mut out = alloc::collections::VecDeque::with_capacity(n.min(1_024));
@@ -333,7 +334,27 @@ impl Schedule {
                 upto.saturating_sub((*period as i64).saturating_mul(n as i64))
             }
             #[cfg(feature = "cron")]
-            When::Cron { .. } => upto.saturating_sub(86_400 * 1_000_000),
+            When::Cron { parsed, .. } => {
+                use chrono::TimeZone as _;
+                let (schedule, tz) = &**parsed;
+                // Instants are whole seconds: those at or before `upto`
+                // are those before the second after it.
+                let Some(at) = upto
+                    .div_euclid(1_000_000)
+                    .checked_add(1)
+                    .and_then(|secs| tz.timestamp_opt(secs, 0).single())
+                else {
+                    return alloc::vec::Vec::new();
+                };
+                let mut back: alloc::vec::Vec<i64> = schedule
+                    .after(&at)
+                    .rev()
+                    .take(n)
+                    .filter_map(|t| t.timestamp().checked_mul(1_000_000))
+                    .collect();
+                back.reverse();
+                return back;
+            }
         };
         while let Some(next) = self.next_after(t).filter(|&next| next <= upto) {
             if out.len() == n {
@@ -448,6 +469,16 @@ mod tests {
         let late = Schedule::every_from(Duration::from_secs(1), from);
         assert_eq!(late.latest(6 * sec, 10), [5 * sec, 6 * sec]);
         assert!(late.latest(4 * sec, 10).is_empty());
+        #[cfg(feature = "cron")]
+        {
+            // Daily at 02:30 UTC: the runs before a bound a day and more on.
+            let daily = Schedule::cron("0 30 2 * * *", "UTC").unwrap();
+            let day = 86_400 * sec;
+            let at = 9_000 * sec;
+            assert_eq!(daily.latest(3 * day + at, 2), [2 * day + at, 3 * day + at]);
+            assert_eq!(daily.latest(4 * day, 2), [2 * day + at, 3 * day + at]);
+            assert!(daily.latest(at - 1, 5).is_empty());
+        }
     }
 
     #[test]
