@@ -10,6 +10,7 @@ mod admin_cli;
 mod admin_edges;
 mod admin_journal;
 mod admin_tool;
+mod admin_watch_count;
 mod async_api;
 mod async_drops;
 mod async_runtime;
