@@ -95,8 +95,8 @@ pub(crate) enum Command {
         /// Show one refresh and exit.
         #[arg(long, conflicts_with = "count")]
         once: bool,
-        /// Show this many refreshes and exit.
-        #[arg(long)]
+        /// Show this many refreshes and exit (at least one).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         count: Option<u64>,
     },
 }
