@@ -509,6 +509,29 @@ mod tests {
         assert_eq!(Schedule::decode("once\nhourly\n1\n2"), None);
     }
 
+    /// `Schedule::cron`: "Local times that a daylight-saving change skips
+    /// do not run; those it repeats run once, at the first", and the next
+    /// instant after `t` is strictly after it. On 2026-11-01 New York's
+    /// 01:00 to 01:59 comes twice (EDT, then EST). Asked for the instant
+    /// after 01:05 EST, the second pass, the cron crate's first answer is
+    /// the first pass's 01:10 EDT, an hour earlier: a scheduler upserted
+    /// then made a run for an instant before it existed, and `Missed::Skip`
+    /// after an outage ending then ran the missed runs it skips.
+    #[cfg(feature = "cron")]
+    #[test]
+    fn an_hour_a_daylight_saving_change_repeats_runs_once_and_time_goes_forward() {
+        let s = Schedule::cron("0 */10 1 * * *", "America/New_York").unwrap();
+        let s_ = 1_000_000_i64;
+        // 2026-11-01 05:00 UTC is 01:00 EDT; 06:05 UTC is 01:05 EST.
+        let (first_pass, second_pass) = (1_793_509_200 * s_, 1_793_513_100 * s_);
+        // The next day's 01:00 EST.
+        let next_day = 1_793_599_200 * s_;
+        assert_eq!(s.next_after(first_pass - 1), Some(first_pass));
+        assert_eq!(s.next_after(first_pass + 50 * 60 * s_), Some(next_day));
+        assert_eq!(s.next_after(second_pass), Some(next_day));
+        assert_eq!(s.next_after(second_pass + 10 * 60 * s_), Some(next_day));
+    }
+
     /// A cron schedule in a zone with daylight saving: 02:30 local does not
     /// exist on the spring-forward day and exists twice on the fall-back
     /// day; 09:30 stays 09:30 local across both.
