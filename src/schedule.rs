@@ -285,7 +285,17 @@ impl Schedule {
                 let (schedule, tz) = &**parsed;
                 let secs = t.div_euclid(1_000_000);
                 let at = tz.timestamp_opt(secs, 0).single()?;
-                let next = schedule.after(&at).next()?;
+                // Inside an hour a daylight-saving change repeats, the
+                // crate answers a local time's first pass, before `at`,
+                // then its second: neither runs (the first ran, or was
+                // before `t`), and local time goes on past the hour.
+                let next = schedule.after(&at).find(|next| {
+                    let second_pass = matches!(
+                        tz.from_local_datetime(&next.naive_local()),
+                        chrono::LocalResult::Ambiguous(_, later) if later == *next
+                    );
+                    next.timestamp() > secs && !second_pass
+                })?;
                 next.timestamp().checked_mul(1_000_000)
             }
         }
