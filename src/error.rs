@@ -43,7 +43,7 @@ impl core::error::Error for GeometryError {}
 /// value is handed back.
 ///
 /// A wheel holds at most [`Wheel::MAX_TIMERS`](crate::Wheel::MAX_TIMERS)
-/// timers at once (about 4.29 × 10⁹, far past what memory allows on most
+/// timers at once (2³¹ − 1, about 2.15 × 10⁹, far past what memory allows on most
 /// machines).
 ///
 /// ```
