@@ -2,10 +2,14 @@
 //! first.
 //!
 //! A handle made by [`Timer::with_priority`] files its timers with a
-//! priority (0, the default, to 255). The order of hand-over is by
-//! deadline (a tick), then by priority, highest first, then first in,
-//! first out, which the wheel keeps for equal deadlines: a priority never
-//! lets a timer pass one due at an earlier tick, and never fires one early.
+//! priority (0, the default, to 255). Within one slack class the order of
+//! hand-over is by deadline (a tick), then by priority, highest first,
+//! then first in, first out, which the wheel keeps for equal deadlines: a
+//! priority never lets a timer pass one due at an earlier tick, and never
+//! fires one early. Classes go over one after another, least slack first
+//! (`driver.rs`), so a precise timer never waits behind a batch of loose
+//! ones: a priority orders timers of one slack, not a precise timer
+//! against a loose one due at the same tick.
 //!
 //! A wheel entry has no room for a priority (a one-shot of a two-word
 //! value is 16 bytes; a field would make it 24 for every timer), so a
@@ -42,12 +46,15 @@ use crate::{Tick, TimerKey};
 
 impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// A handle to the same timer whose timers carry `priority`: among the
-    /// timers due at the same tick, those of higher priority are handed to
-    /// the executor first; within one priority, first in, first out (for
-    /// timers scheduled from one thread). A priority never moves a timer
-    /// ahead of one due at an earlier tick, nor makes it fire early. The
-    /// handle keeps this one's slack; [`with_slack`](Self::with_slack)
-    /// keeps the priority. Timers without a priority (0) cost nothing more.
+    /// timers of one slack due at the same tick, those of higher priority
+    /// are handed to the executor first; within one priority, first in,
+    /// first out (for timers scheduled from one thread). A priority never
+    /// moves a timer ahead of one due at an earlier tick, nor makes it
+    /// fire early. The handle keeps this one's slack;
+    /// [`with_slack`](Self::with_slack) keeps the priority. Timers of
+    /// different slack found due together go least slack first, whatever
+    /// their priority (a precise timer never waits behind a batch of loose
+    /// ones). Timers without a priority (0) cost nothing more.
     ///
     /// ```
     /// use std::time::Duration;
