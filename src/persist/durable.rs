@@ -293,10 +293,11 @@ where
                 let handle = DurableHandle { handle, id };
                 if durable
                     .keys
-                    .reserve(&key, |held| durable.timer.is_pending(held.handle))
+                    .reserve(&key, id, |held| durable.timer.is_pending(held.handle))
                 {
                     durable.keys.hold(&key, handle);
-                    // Restored and fired already (a missed job fires at once).
+                    // Restored and fired before it was reserved (a missed
+                    // job fires at once): its release found nothing.
                     if !durable.timer.is_pending(handle.handle) {
                         durable.keys.release(&key, id);
                     }

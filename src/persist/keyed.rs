@@ -94,13 +94,15 @@ where
             return Err(ScheduleError::new(ScheduleErrorKind::TooLarge, value));
         }
         let key: Arc<str> = Arc::from(key);
+        // An id lost to a refused reservation leaves a gap, which the
+        // journal allows.
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if !self
             .keys
-            .reserve(&key, |held| self.timer.is_pending(held.handle))
+            .reserve(&key, id, |held| self.timer.is_pending(held.handle))
         {
             return Err(ScheduleError::new(ScheduleErrorKind::KeyExists, value));
         }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let record = Record::Keyed {
             id,
             due,
@@ -108,7 +110,7 @@ where
             payload,
         };
         if !self.log.append_job(id, record) {
-            self.keys.unreserve(&key);
+            self.keys.unreserve(&key, id);
             return Err(ScheduleError::new(ScheduleErrorKind::Journal, value));
         }
         let job = Job {
@@ -121,16 +123,13 @@ where
             Ok(handle) => {
                 metric!(self.log.metrics.scheduled.increment(1));
                 let handle = DurableHandle { handle, id };
+                // Not filed if it was taken to run already (`keys.rs`).
                 self.keys.hold(&key, handle);
-                // It may have fired before it was filed under its key.
-                if !self.timer.is_pending(handle.handle) {
-                    self.keys.release(&key, id);
-                }
                 Ok(handle)
             }
             Err(err) => {
                 self.log.write_off(id);
-                self.keys.unreserve(&key);
+                self.keys.unreserve(&key, id);
                 Err(err.map(|job| job.value))
             }
         }
