@@ -7,8 +7,8 @@
 -- (ms).
 -- A record is text, one field a line: version (one more at each change),
 -- horizon (µs: runs are made for the timetable's instants up to it), then
--- the timetable (`schedule.rs`). A new or changed scheduler's horizon is
--- now: its runs start after this call.
+-- the timetable (`schedule/timetable.rs`). A new or changed scheduler's
+-- horizon is now: its runs start after this call.
 -- Answers {0 unchanged | 1 created | 2 updated, the current record, the
 -- version now, the server's now, then the key's superseded records as
 -- (field, record) pairs: the caller cancels their runs}; a retry whose

@@ -1,17 +1,4 @@
-//! Timetables for recurring jobs: when the runs fall due (every period,
-//! or a cron expression in a time zone), and what becomes of runs missed
-//! while nothing ran. The Redis queue's job schedulers use them
-//! (`redis/scheduler.rs`, where the runs are made), and so do a
-//! `DurableTimer`'s (`persist/schedulers.rs`).
-//!
-//! ```
-//! use std::time::Duration;
-//! use tickwheel::schedule::{Missed, Schedule};
-//!
-//! // On the whole minutes; minutes missed while nothing ran are skipped.
-//! let every_minute = Schedule::every(Duration::from_secs(60)).missed(Missed::Skip);
-//! # drop(every_minute);
-//! ```
+//! [`Schedule`]: a timetable's instants, as the job schedulers read them.
 
 #[cfg(feature = "cron")]
 use alloc::boxed::Box;
@@ -20,9 +7,10 @@ use alloc::string::String;
 #[cfg(feature = "cron")]
 use alloc::string::ToString;
 
-use core::fmt;
 use core::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::{InvalidSchedule, Missed, MIN_PERIOD, MISSED_AFTER_MICROS};
 
 /// When a job scheduler's runs fall due, and what becomes of runs missed
 /// while nothing ran ([`Missed`]). Given to
@@ -55,94 +43,6 @@ enum When {
         parsed: Box<(cron::Schedule, chrono_tz::Tz)>,
     },
 }
-
-/// What becomes of the runs that fell due while nothing ran to make them
-/// (the Redis queue down, every consumer stopped, the process that owns a
-/// journal stopped): the instants found more than a second
-/// ([`MISSED_AFTER`]) in the past when one next looks.
-///
-/// ```
-/// use tickwheel::schedule::Missed;
-/// assert_eq!(Missed::default(), Missed::RunOnce);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Missed {
-    /// None of them runs; the next run is the next instant to come.
-    Skip,
-    /// One run stands for all of them, for the latest (cron's and
-    /// systemd's `Persistent=true`).
-    #[default]
-    RunOnce,
-    /// Each runs, oldest first, up to 1,000 each time a consumer looks.
-    RunAll,
-}
-
-/// A timetable that cannot work: a cron expression or time zone that does
-/// not parse, or a period out of range.
-///
-/// ```
-/// let err = tickwheel::schedule::Schedule::cron("sometimes", "UTC").unwrap_err();
-/// assert!(err.to_string().contains("sometimes"));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InvalidSchedule(pub(crate) String);
-
-impl fmt::Display for InvalidSchedule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid schedule: {}", self.0)
-    }
-}
-
-impl core::error::Error for InvalidSchedule {}
-
-/// What an upsert of a job scheduler did
-/// ([`DurableTimer::upsert_schedule`](crate::persist::DurableTimer::upsert_schedule),
-/// and the Redis queue's `Queue::upsert_schedule`).
-///
-/// ```
-/// use tickwheel::schedule::Upserted;
-/// assert_ne!(Upserted::Created, Upserted::Unchanged);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Upserted {
-    /// A new scheduler; its first run is scheduled.
-    Created,
-    /// The timetable or payload changed: the old runs still waiting are
-    /// cancelled, the new timetable's first run scheduled.
-    Updated,
-    /// The same timetable and payload were there already: nothing changed.
-    Unchanged,
-}
-
-/// How late an instant may be found and still run as due: later than
-/// this, it is missed and follows the scheduler's [`Missed`].
-///
-/// ```
-/// assert_eq!(tickwheel::schedule::MISSED_AFTER, std::time::Duration::from_secs(1));
-/// ```
-pub const MISSED_AFTER: Duration = Duration::from_secs(1);
-
-/// [`MISSED_AFTER`] in µs.
-pub(crate) const MISSED_AFTER_MICROS: i64 = MISSED_AFTER.as_micros() as i64;
-
-/// The shortest period: runs are made ahead, a batch at a time, and a
-/// shorter period would make thousands a second.
-///
-/// ```
-/// # let dir = std::env::temp_dir().join(format!("tickwheel-min-period-doc-{}", std::process::id()));
-/// # std::fs::create_dir_all(&dir)?;
-/// use std::time::Duration;
-/// use tickwheel::{persist::*, schedule::*, timer::ScheduleErrorKind};
-///
-/// let (jobs, _) = DurableTimer::<u64>::open(dir.join("jobs.journal"), SyncPolicy::Always, &MisfirePolicy::default(), |_| {})?;
-/// jobs.upsert_schedule("fast", &Schedule::every(MIN_PERIOD), 1)?;
-/// let too_fast = Schedule::every(MIN_PERIOD - Duration::from_micros(1));
-/// let err = jobs.upsert_schedule("faster", &too_fast, 2).unwrap_err();
-/// assert_eq!(err.kind(), ScheduleErrorKind::OutOfRange);
-/// # drop(jobs); std::fs::remove_dir_all(&dir)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub const MIN_PERIOD: Duration = Duration::from_millis(10);
 
 impl Schedule {
     /// Runs every `period` (at least [`MIN_PERIOD`], rounded down to the
@@ -378,11 +278,11 @@ impl Schedule {
 
     /// The run to make after the run for instant `after`, at `now` (µs
     /// since the epoch): the next instant, or, if that is more than
-    /// [`MISSED_AFTER`] past, what the [`Missed`] policy makes of the
-    /// missed ones: the first instant still within the grace (`Skip`),
-    /// the latest missed (`RunOnce`), or the oldest missed (`RunAll`, so
-    /// that each runs, in order). `None` if the timetable has no instant
-    /// left.
+    /// [`MISSED_AFTER`](super::MISSED_AFTER) past, what the [`Missed`]
+    /// policy makes of the missed ones: the first instant still within the
+    /// grace (`Skip`), the latest missed (`RunOnce`), or the oldest missed
+    /// (`RunAll`, so that each runs, in order). `None` if the timetable
+    /// has no instant left.
     pub(crate) fn next_due(&self, after: i64, now: i64) -> Option<i64> {
         let next = self.next_after(after)?;
         let missed_before = now.saturating_sub(MISSED_AFTER_MICROS);
