@@ -8,6 +8,7 @@ use core::time::Duration;
 use std::time::Instant;
 
 use super::interval_grid::{across_origin, after, next_due, Now};
+use super::next_tick::NextTick;
 use super::sleep::Sleep;
 use crate::timer::executor::Executor;
 use crate::timer::{MissedTicks, ScheduleError, ScheduleErrorKind, Timer};
@@ -93,10 +94,7 @@ impl Interval {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn tick(&mut self) -> impl Future<Output = Option<Instant>> + '_ {
-        NextTick {
-            interval: self,
-            waiting: false,
-        }
+        NextTick::new(self)
     }
 
     /// Polls for the next tick: the instant it was due, once it is;
@@ -163,6 +161,11 @@ impl Interval {
 }
 
 impl Interval {
+    /// A [`tick`](Self::tick) future that was waiting was dropped.
+    pub(super) fn end_wait(&mut self) {
+        self.waiting = false;
+    }
+
     fn new(sleep: Sleep, period: Tick, missed: MissedTicks) -> Interval {
         Interval {
             sleep,
@@ -342,33 +345,6 @@ impl futures_core::Stream for Interval {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
         self.get_mut().poll_tick(cx)
-    }
-}
-
-/// [`Interval::tick`]'s future: dropped after a `Pending` poll and
-/// before its tick, it ends the task's wait.
-struct NextTick<'a> {
-    interval: &'a mut Interval,
-    /// Its last poll was `Pending`.
-    waiting: bool,
-}
-
-impl Future for NextTick<'_> {
-    type Output = Option<Instant>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
-        let this = self.get_mut();
-        let tick = this.interval.poll_tick(cx);
-        this.waiting = tick.is_pending();
-        tick
-    }
-}
-
-impl Drop for NextTick<'_> {
-    fn drop(&mut self) {
-        if self.waiting {
-            self.interval.waiting = false;
-        }
     }
 }
 

@@ -10,6 +10,7 @@ mod dropped;
 mod filed;
 mod interval;
 mod interval_grid;
+mod next_tick;
 mod sleep;
 mod timeout;
 
