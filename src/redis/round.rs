@@ -215,9 +215,12 @@ async fn claim(
     let part_keys = ctx.parts().get(part);
     let mut keys: Vec<alloc::string::String> = part_keys.fixed.to_vec();
     keys.push(part_keys.of_token("claim", &token));
+    // The replay record lives as long as a retry can come (a lease can be
+    // shorter), and a lease at least (`release.rs` reads it when a shard
+    // comes back).
     let ttl_ms = u64::try_from(o.lease.as_millis())
         .unwrap_or(u64::MAX)
-        .max(1);
+        .max(o.answer_ttl_ms());
     bump(&ctx.counters.claims, 1);
     let reply = io
         .retry(|conn, again| {

@@ -25,6 +25,7 @@ mod faults;
 mod fencing;
 mod fetch_promises;
 mod harness;
+mod late_retries;
 mod listing;
 mod partitions;
 mod payloads;

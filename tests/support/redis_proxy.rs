@@ -19,6 +19,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Mutex;
 use std::thread::{self, JoinHandle};
+use std::time::Instant;
 
 /// The proxy; stops accepting (and closes what it proxies) on drop.
 pub(crate) struct LossyProxy {
@@ -37,6 +38,10 @@ struct Shared {
     /// Server-to-client bytes are thrown away (a one-way partition).
     cut: AtomicBool,
     sockets: Mutex<Vec<TcpStream>>,
+    /// How long new connections wait, unaccepted, after a reply is lost.
+    hold_for: Mutex<Duration>,
+    /// Until when they wait (set when a reply is lost).
+    held_until: Mutex<Option<Instant>>,
 }
 
 impl LossyProxy {
@@ -55,6 +60,8 @@ impl LossyProxy {
             stop: AtomicBool::new(false),
             cut: AtomicBool::new(false),
             sockets: Mutex::new(Vec::new()),
+            hold_for: Mutex::new(Duration::ZERO),
+            held_until: Mutex::new(None),
         });
         let acceptor = {
             let shared = Arc::clone(&shared);
@@ -75,6 +82,14 @@ impl LossyProxy {
     /// Loses the reply to the next request that contains `pattern`.
     pub(crate) fn lose_reply_to(&self, pattern: &[u8]) {
         self.shared.armed.lock().unwrap().push(pattern.to_vec());
+    }
+
+    /// From now on, each lost reply also keeps new connections waiting,
+    /// unaccepted, for `hold`: the retry after it reaches the server that
+    /// much later (a slow reconnect), whatever the client's backoff.
+    #[allow(dead_code)] // Not every test that includes the proxy holds.
+    pub(crate) fn hold_after_loss(&self, hold: Duration) {
+        *self.shared.hold_for.lock().unwrap() = hold;
     }
 
     /// Whether an armed pattern is still waiting for its request.
@@ -115,6 +130,11 @@ impl Drop for LossyProxy {
 
 fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
     while !shared.stop.load(Ordering::SeqCst) {
+        let held = *shared.held_until.lock().unwrap();
+        if held.is_some_and(|until| Instant::now() < until) {
+            thread::sleep(Duration::from_millis(2));
+            continue;
+        }
         match listener.accept() {
             Ok((client, _)) => {
                 let Ok(server) = TcpStream::connect(shared.target) else {
@@ -193,6 +213,10 @@ fn replies(mut from: TcpStream, mut to: TcpStream, shared: &Shared, doomed: &Ato
             continue;
         }
         if doomed.load(Ordering::SeqCst) {
+            let hold = *shared.hold_for.lock().unwrap();
+            if !hold.is_zero() {
+                *shared.held_until.lock().unwrap() = Some(Instant::now() + hold);
+            }
             shared.lost.fetch_add(1, Ordering::SeqCst);
             let _ = to.shutdown(Shutdown::Both);
             let _ = from.shutdown(Shutdown::Both);

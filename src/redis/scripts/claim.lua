@@ -8,7 +8,8 @@
 -- misfire policy); leased ones whose lease ran out are delivered again, or
 -- dead-lettered once they had `max attempts`. A retry after a lost reply
 -- gets the jobs the first attempt delivered, still held, without spending
--- another attempt.
+-- another attempt, leased anew from now (the first lease may have run out
+-- while the retry came).
 -- Returns {now, next or -1, dead-lettered, discarded, spread,
 --          acks answered, answer, ..., id, payload, attempt, fence, due,
 --          id, ...}.
@@ -42,16 +43,22 @@ if ARGV[8] == '1' then
     for i = 1, #held, 2 do ids[#ids + 1] = held[i] end
     read(ids)
     acked = ack_jobs(10, now)
-    flush()
-    local head_out = reply_head(next_due())
+    -- Leased anew: the consumer that gets them now must hold them a whole
+    -- lease, or a rival's claim takes them as leases that ran out.
+    local until_text = num(now + tonumber(ARGV[2]))
+    local jobs = {}
     for i = 1, #held, 2 do
       local r = batch.recs[held[i]]
       if r and r.s == 'l' and r.fence == held[i + 1] then
-        push(head_out, held[i], payload(r))
-        push(head_out, r.attempt, r.fence)
-        push(head_out, r.due)
+        push(batch.zadd, until_text, r.seq .. held[i])
+        push(jobs, held[i], payload(r))
+        push(jobs, r.attempt, r.fence)
+        push(jobs, r.due)
       end
     end
+    flush()
+    local head_out = reply_head(next_due())
+    for _, item in ipairs(jobs) do push(head_out, item) end
     return head_out
   end
 end

@@ -1,0 +1,81 @@
+//! Answers that stay true when the retry after a lost reply comes late:
+//! the lossy proxy (`tests/support/redis_proxy.rs`) loses a reply after
+//! Redis acted, then keeps the client's new connections waiting, so the
+//! retry reaches Redis seconds later, well inside the retry window but
+//! after what the first attempt did has had time to run out. Each test
+//! failed before its fix.
+
+use core::time::Duration;
+
+use tickwheel::redis::{Acked, Queue};
+
+use crate::redis_proxy;
+use crate::redis_server;
+use redis_proxy::LossyProxy;
+use redis_server::RedisServer;
+
+const MS: Duration = Duration::from_millis(1);
+
+/// A claim whose reply was lost, retried after its jobs' lease would have
+/// run out, still gets the same jobs at attempt 1, leased anew.
+///
+/// Module docs, "Answers that stay true": "a claim's retry gets the same
+/// jobs back, without spending an attempt", within the retry window. The
+/// claim's replay record lived only as long as a lease (1 s here), so a
+/// retry 2.5 s later (a slow reconnect, inside the 10 s window) found no
+/// record and claimed afresh: the jobs its first attempt leased were taken
+/// for leases that ran out, and under `max_attempts(1)` all three were
+/// dead-lettered though nobody had received them; the fetch got nothing.
+#[test]
+fn a_claim_retried_after_a_lease_still_gets_its_jobs_at_attempt_one() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let proxy = LossyProxy::start(server.addr());
+    let lease = Duration::from_secs(1);
+    let options = |url: &str| {
+        Queue::builder(url, "orders")
+            .lease(lease)
+            .max_attempts(1)
+            .retry(Duration::from_secs(10), 500 * MS)
+    };
+    let queue = options(&proxy.url()).connect().unwrap();
+    // Another process, straight to Redis: a rival consumer, and the
+    // dead letters.
+    let direct = options(&server.url()).connect().unwrap();
+    let rival = direct.consumer().unwrap();
+    let consumer = queue.consumer().unwrap();
+    // Loads the claim script: nothing is due yet.
+    assert!(consumer.fetch(1, Duration::ZERO).unwrap().is_empty());
+    for i in 0..3 {
+        queue.schedule_in(&format!("j{i}"), MS, b"").unwrap();
+    }
+    std::thread::sleep(10 * MS);
+    // The claim runs, its reply is lost, and the retry reaches Redis 2.5 s
+    // later: after the first attempt's lease of 1 s.
+    proxy.hold_after_loss(2500 * MS);
+    proxy.lose_reply_to(b":claim:");
+    let mut jobs = consumer.fetch(3, Duration::from_secs(6)).unwrap();
+    assert_eq!(proxy.lost(), 1, "no claim reply was lost");
+    let dead: Vec<String> = direct
+        .dead_letters(10)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+    assert!(
+        dead.is_empty(),
+        "dead-lettered though nobody received them: {dead:?}"
+    );
+    jobs.sort_by(|a, b| a.id.cmp(&b.id));
+    let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["j0", "j1", "j2"], "the retry did not get its jobs");
+    assert!(jobs.iter().all(|j| j.attempt == 1), "{jobs:?}");
+    // Leased anew by the retry: a rival's claim now takes none of them
+    // (their first lease ran out long ago).
+    let taken = rival.fetch(3, Duration::ZERO).unwrap();
+    assert!(taken.is_empty(), "a rival took {taken:?}");
+    assert_eq!(consumer.ack_all(&jobs).unwrap(), [Acked::Acked; 3]);
+    assert!(direct.dead_letters(10).unwrap().is_empty());
+    assert_eq!(direct.len().unwrap(), (0, 0));
+}
