@@ -173,7 +173,11 @@ impl QueueBuilder {
     /// years; default 24 h. Every process holding the queue forgets older
     /// ids on a schedule of its own, within the retention plus an eighth
     /// of it (from 10 ms to 10 s); see the module docs for the memory
-    /// this costs.
+    /// this costs. An id is kept at least as long as a retry of the call
+    /// that ended it can come (the retry window, twice the I/O timeout and
+    /// 5 s: see [`retry`](Self::retry)), since a retry after a lost reply
+    /// knows what its first attempt did by the id's record: a shorter
+    /// retention (zero, say) keeps ids that long.
     ///
     /// ```
     /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
