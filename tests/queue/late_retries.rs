@@ -139,3 +139,53 @@ fn a_schedule_retried_after_its_job_was_forgotten_makes_it_once() {
     // The warm-up job only.
     assert_eq!(direct.len().unwrap(), (1, 0));
 }
+
+/// A claim that dead-letters a job, whose reply was lost, still counts the
+/// dead letter after its retry.
+///
+/// `Metrics::dead_lettered`: "Jobs dead-lettered by this process's claims
+/// and nacks". The count comes in the claim's reply; a retry after a lost
+/// reply replays only the jobs the first attempt delivered (and a claim
+/// that delivered none keeps no replay: the retry claimed afresh and found
+/// nothing), so the dead letter the first attempt made was never counted
+/// (0, with the job in the dead letters), nor its warning logged.
+#[test]
+fn a_claim_retried_after_a_lost_reply_counts_its_dead_letters() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let proxy = LossyProxy::start(server.addr());
+    let options = |url: &str| {
+        Queue::builder(url, "orders")
+            .lease(Duration::from_secs(1))
+            .max_attempts(1)
+    };
+    let queue = options(&proxy.url()).connect().unwrap();
+    let consumer = queue.consumer().unwrap();
+    // Another process, straight to Redis, takes the job and never acks it.
+    let direct = options(&server.url()).connect().unwrap();
+    let taker = direct.consumer().unwrap();
+    // Loads the claim script: nothing is due yet.
+    assert!(consumer.fetch(1, Duration::ZERO).unwrap().is_empty());
+    direct.schedule_in("j", MS, b"").unwrap();
+    std::thread::sleep(10 * MS);
+    assert_eq!(taker.fetch(1, Duration::from_secs(5)).unwrap().len(), 1);
+    // Learns that the next thing due is the lease's end.
+    assert!(consumer.fetch(1, Duration::ZERO).unwrap().is_empty());
+    // At the lease's end, this consumer's claim dead-letters the job (its
+    // one attempt spent), and the reply is lost.
+    proxy.lose_reply_to(b":claim:");
+    assert!(consumer
+        .fetch(1, Duration::from_secs(4))
+        .unwrap()
+        .is_empty());
+    assert_eq!(proxy.lost(), 1, "no claim reply was lost");
+    let dead: Vec<String> = direct
+        .dead_letters(10)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(dead, ["j"]);
+    assert_eq!(queue.metrics().dead_lettered, 1, "{:?}", queue.metrics());
+}

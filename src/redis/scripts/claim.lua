@@ -2,7 +2,9 @@
 -- 'dead', 'discard', 'spread'), spread window (microseconds but max and
 -- attempts), the claim's token, 1 if this is a retry, replay time to live
 -- (ms); then jobs to ack first, as (id, fence, token) triples (see
--- `ack_jobs`). KEYS[7]: this claim's replay record.
+-- `ack_jobs`). KEYS[7]: this claim's replay record (msgpack of the
+-- (id, fence) pairs it delivered, then of its counts: dead-lettered,
+-- discarded, spread), kept if it changed anything.
 -- Looks at no more than `max` jobs whose time has come, oldest first:
 -- waiting ones are delivered (or, if later than the threshold, follow the
 -- misfire policy); leased ones whose lease ran out are delivered again, or
@@ -38,7 +40,9 @@ end
 if ARGV[8] == '1' then
   local saved = redis.call('GET', KEYS[7])
   if saved then
-    local held = cmsgpack.unpack(saved)
+    local held, counts = cmsgpack.unpack(saved)
+    -- What the first attempt counted, for the caller's metrics.
+    if counts then dead, discarded, spread = counts[1], counts[2], counts[3] end
     local ids = {}
     for i = 1, #held, 2 do ids[#ids + 1] = held[i] end
     read(ids)
@@ -185,8 +189,9 @@ for i = 1, n do
   end
 end
 flush()
-if #delivered > 0 then
-  redis.call('SET', KEYS[7], cmsgpack.pack(delivered), 'PX', ARGV[9])
+if #delivered > 0 or dead + discarded + spread > 0 then
+  local counts = {dead, discarded, spread}
+  redis.call('SET', KEYS[7], cmsgpack.pack(delivered, counts), 'PX', ARGV[9])
 end
 -- Read after the changes: the earliest of what is left, leases included;
 -- at or before now if more was due than `max`.
