@@ -8,7 +8,7 @@
 use core::time::Duration;
 use std::time::Instant;
 
-use tickwheel::redis::{Acked, Queue, Scheduled};
+use tickwheel::redis::{Acked, Cancelled, Queue, Scheduled};
 
 use crate::redis_proxy;
 use crate::redis_server;
@@ -188,4 +188,88 @@ fn a_claim_retried_after_a_lost_reply_counts_its_dead_letters() {
         .collect();
     assert_eq!(dead, ["j"]);
     assert_eq!(queue.metrics().dead_lettered, 1, "{:?}", queue.metrics());
+}
+
+/// Waits (up to 10 s) until `proxy` has lost `n` replies.
+fn wait_for_losses(proxy: &LossyProxy, n: usize) {
+    let began = Instant::now();
+    while proxy.lost() < n {
+        assert!(began.elapsed() < Duration::from_secs(10), "no reply lost");
+        std::thread::sleep(MS);
+    }
+}
+
+/// Two cancels sharing a script call whose reply is lost twice, where the
+/// first retry also cancels a job that was in flight at the first attempt,
+/// still answer each winner's payload.
+///
+/// `Queue::cancel`: "Cancelled with the payload if it will never be
+/// delivered; a retry after a lost reply says the same". A call keeps its
+/// winners' payloads in one string for its retries; a retry that cancelled
+/// a job of its own replaced that string with its own winners, so a second
+/// retry found nothing kept for the first attempt's winner and answered
+/// `Cancelled` with an empty payload.
+#[test]
+fn cancels_retried_twice_keep_every_winners_payload() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let proxy = LossyProxy::start(server.addr());
+    let queue = Queue::builder(&proxy.url(), "orders")
+        .retry(Duration::from_secs(30), 500 * MS)
+        .connect()
+        .unwrap();
+    // Another process, straight to Redis: the producer, and a consumer
+    // that holds `pay-b` at first and gives it back later.
+    let direct = Queue::connect(&server.url(), "orders").unwrap();
+    let consumer = direct.consumer().unwrap();
+    let hour = Duration::from_secs(3600);
+    for id in ["block-1", "block-2", "pay-a"] {
+        direct.schedule_in(id, hour, id.as_bytes()).unwrap();
+    }
+    direct.schedule_in("pay-b", MS, b"pay-b").unwrap();
+    let held = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    assert_eq!(held.id, "pay-b");
+    // Loads the cancel script.
+    queue.cancel("warm-up").unwrap();
+    // Each lost reply keeps the retry waiting 2 s.
+    proxy.hold_after_loss(2000 * MS);
+    proxy.lose_reply_to(b"block-1");
+    proxy.lose_reply_to(b"pay-b");
+    proxy.lose_reply_to(b"pay-b");
+    let cancel = |id: &'static str| {
+        let queue = queue.clone();
+        std::thread::spawn(move || queue.cancel(id))
+    };
+    // The lane's two script calls wait out the first hold, so the cancels
+    // of `pay-a` and `pay-b` wait in the lane and go in one script call.
+    let block_1 = cancel("block-1");
+    wait_for_losses(&proxy, 1);
+    let block_2 = cancel("block-2");
+    std::thread::sleep(200 * MS);
+    let (a, b) = (cancel("pay-a"), cancel("pay-b"));
+    // Their call's first attempt cancels `pay-a` (`pay-b` is in flight),
+    // and its reply is lost; meanwhile `pay-b` is given back, so the retry
+    // cancels it too, and that reply is lost as well.
+    wait_for_losses(&proxy, 2);
+    assert_eq!(
+        consumer.nack(&held, Duration::ZERO).unwrap(),
+        tickwheel::redis::Nacked::Retrying
+    );
+    wait_for_losses(&proxy, 3);
+    for (id, blocker) in [("block-1", block_1), ("block-2", block_2)] {
+        let answer = blocker.join().unwrap().unwrap();
+        assert_eq!(answer, Cancelled::Cancelled(id.as_bytes().to_vec()));
+    }
+    assert_eq!(
+        a.join().unwrap().unwrap(),
+        Cancelled::Cancelled(b"pay-a".to_vec()),
+        "the first attempt's winner"
+    );
+    assert_eq!(
+        b.join().unwrap().unwrap(),
+        Cancelled::Cancelled(b"pay-b".to_vec())
+    );
+    assert_eq!(proxy.lost(), 3);
+    assert_eq!(direct.len().unwrap(), (0, 0));
 }

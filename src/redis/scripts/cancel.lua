@@ -1,7 +1,8 @@
 -- ARGV: the answers' time to live (ms), then per job: id, token. KEYS[7]:
 -- this call's answers, where the jobs it cancels keep their payloads for
 -- a retry of the same call: one string per call, msgpack of (token,
--- payload, ...), whatever the number of jobs. Returns per job two items:
+-- payload, ...), whatever the number of jobs, holding every attempt's
+-- winners. Returns per job two items:
 -- 'c' and the payload if cancelled (also to a retry of the call that
 -- won); else 'f' (in flight), 'a' (acked), 'e' (ended) or 'u' (unknown),
 -- and ''. This loop runs once per job: it reads a record's state as its
@@ -71,6 +72,11 @@ end
 if nm > 0 then redis.call('ZREM', KEYS[1], unpack(members)) end
 if #dead > 0 then redis.call('ZREM', KEYS[3], unpack(dead)) end
 if nk > 0 then
+  -- A retry that wins cancels of its own keeps its first attempts'
+  -- winners too (read above, as it met them), or a later retry loses them.
+  if saved then
+    for token, body in pairs(saved) do kept[nk + 1], kept[nk + 2], nk = token, body, nk + 2 end
+  end
   redis.call('SET', answers, cmsgpack.pack(kept), 'PX', ttl)
 end
 return out
