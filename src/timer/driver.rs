@@ -90,7 +90,7 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         }
         let pass = shared.passes.start();
         metric!(publish_pass(shared, &mut pool_panics));
-        let next = fire_due(shared, &mut by_slack, &mut batch);
+        let next = fire_due(shared, &mut by_slack, &mut batch, state == FINISHING);
         shared.passes.complete(pass);
         if state == FINISHING {
             return;
@@ -192,11 +192,13 @@ fn precise_sleeps() {}
 /// needs its wake-up (the pass has already read when), it ends early and
 /// says "now", so the next pass starts with the least slack. A precise
 /// timer thus waits behind at most one round of loose ones, not behind
-/// every loose timer a late wake-up found due.
+/// every loose timer a late wake-up found due. The `last` pass, a graceful
+/// stop's, is never cut short: no pass comes after it to fire the rest.
 fn fire_due<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
     by_slack: &mut BySlack,
     batch: &mut Vec<Fire<T>>,
+    last: bool,
 ) -> Tick {
     let (now, now_up) = shared.time.now_tick();
     let shards = shared.shards.len();
@@ -205,6 +207,8 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
         let class = shared.classes.get(index);
         let (per_shard, urgent) = if class.slack == 0 {
             (BATCH, Tick::MAX)
+        } else if last {
+            ((LOOSE_ROUND / shards).max(1), Tick::MAX)
         } else {
             // `next` is when a class with less slack needs the driver.
             ((LOOSE_ROUND / shards).max(1), next)

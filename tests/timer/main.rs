@@ -6,6 +6,7 @@ extern crate alloc;
 
 mod hand_offs;
 mod interval;
+mod late_driver;
 mod periodic;
 mod slack;
 mod sleep;

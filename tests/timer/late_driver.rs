@@ -1,0 +1,113 @@
+//! Promises that must hold while the driver is late: held in a pass that
+//! began before the time the test moves the clock to (a gate in its
+//! executor stands for a late wake-up or a long hand-off). Each test
+//! failed before its fix.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+use core::time::Duration;
+use std::sync::{mpsc, Mutex};
+
+use tickwheel::timer::{Expired, ManualClock};
+use tickwheel::Timer;
+
+const MS: Duration = Duration::from_millis(1);
+
+/// The value whose hand-off holds the driver until the test opens the gate.
+const GATE: u32 = u32::MAX;
+
+/// The executor of [`gated`] timers.
+type Gate = Box<dyn Fn(Expired<u32>) + Send + Sync>;
+
+/// A zero-slack, one-shard timer of `u32`s on a manual clock whose
+/// executor sends each value to the returned receiver. [`GATE`] holds the
+/// driver: the returned `entered` says it is held, `open` lets it go on.
+/// Once, on the first value below `move_at`, the executor moves the clock
+/// on by `moves` (time passing during a hand-off).
+struct Gated {
+    clock: ManualClock,
+    timer: Timer<u32, Gate>,
+    fired: mpsc::Receiver<u32>,
+    entered: mpsc::Receiver<()>,
+    open: mpsc::Sender<()>,
+}
+
+fn gated(move_at: u32, moves: Duration) -> Gated {
+    let clock = ManualClock::new();
+    let (fired_tx, fired) = mpsc::channel();
+    let (entered_tx, entered) = mpsc::channel();
+    let (open, open_rx) = mpsc::channel();
+    let gate = Mutex::new((fired_tx, entered_tx, open_rx));
+    let moved = AtomicBool::new(false);
+    let on_driver = clock.clone();
+    let executor: Gate = Box::new(move |fired| {
+        let gate = gate.lock().unwrap();
+        if fired.value == GATE {
+            gate.1.send(()).unwrap();
+            gate.2.recv().unwrap();
+        } else if fired.value < move_at && !moved.swap(true, Ordering::SeqCst) {
+            on_driver.advance(moves);
+        }
+        gate.0.send(fired.value).unwrap();
+    });
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(Duration::ZERO)
+        .shards(1)
+        .executor(executor)
+        .build()
+        .unwrap();
+    Gated {
+        clock,
+        timer,
+        fired,
+        entered,
+        open,
+    }
+}
+
+impl Gated {
+    /// Schedules the gate at `at` from now, moves the clock there and
+    /// waits until the driver is held in that pass.
+    fn hold_driver(&self, at: Duration) {
+        self.timer.schedule(at, GATE).unwrap();
+        self.timer.sync();
+        self.clock.advance(at);
+        self.entered.recv_timeout(Duration::from_secs(10)).unwrap();
+    }
+}
+
+/// `shutdown_graceful` "first fires everything already due". Its last
+/// pass handed a loose class over in rounds and, once a timer with less
+/// slack came due meanwhile, ended the round early to serve it in the next
+/// pass (`driver.rs`, `fire_due`). A graceful stop has no next pass: the
+/// rest of the due backlog came back in the list of timers "still in the
+/// future", unfired (here 344 of 600).
+#[test]
+fn a_graceful_shutdown_fires_a_whole_loose_backlog_when_a_precise_timer_comes_due() {
+    const LOOSE: u32 = 600;
+    // The first loose hand-off takes the clock to the precise deadline.
+    let gated = gated(LOOSE, MS);
+    let timer = &gated.timer;
+    let loose = timer.with_slack(MS);
+    for i in 0..LOOSE {
+        loose.schedule(2 * MS, i).unwrap();
+    }
+    timer.schedule(3 * MS, GATE - 1).unwrap();
+    gated.hold_driver(MS);
+    // The backlog is due before the last pass begins.
+    gated.clock.advance(MS);
+    let stopping = timer.clone();
+    let stop = std::thread::spawn(move || stopping.shutdown_graceful());
+    // Returns once the stop has begun: no pass completes while the gate
+    // holds the driver.
+    timer.sync();
+    gated.open.send(()).unwrap();
+    let unfired = stop.join().unwrap();
+    let fired = gated.fired.try_iter().filter(|&v| v < LOOSE).count();
+    let back = unfired.iter().filter(|&&(_, v)| v < LOOSE).count();
+    assert_eq!(
+        (fired, back),
+        (LOOSE as usize, 0),
+        "due timers came back unfired from shutdown_graceful"
+    );
+}
