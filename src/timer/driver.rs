@@ -90,8 +90,15 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         }
         let pass = shared.passes.start();
         metric!(publish_pass(shared, &mut pool_panics));
-        let next = fire_due(shared, &mut by_slack, &mut batch, state == FINISHING);
-        shared.passes.complete(pass);
+        let next = match fire_due(shared, &mut by_slack, &mut batch, state == FINISHING) {
+            Ok(next) => {
+                shared.passes.complete(pass);
+                next
+            }
+            // Cut short: what was due is not all handed over, so this pass
+            // does not count for `Timer::sync`; the next one starts now.
+            Err(now) => now,
+        };
         if state == FINISHING {
             return;
         }
@@ -179,7 +186,8 @@ fn precise_sleeps() {}
 
 /// One pass over the wheels: fires what was due when it began, class by
 /// class (least slack first), and returns when to wake next: the earliest
-/// window end (`slack.rs`).
+/// window end (`slack.rs`); `Err` with a tick already come if it was cut
+/// short (below).
 ///
 /// Each class is collected from every shard and handed over merged, in
 /// deadline order, then priority (`fire_class`): a pass that finds timers
@@ -190,7 +198,7 @@ fn precise_sleeps() {}
 /// While it hands over timers with slack, in rounds of at most
 /// [`LOOSE_ROUND`], it watches the clock: once a class with less slack
 /// needs its wake-up (the pass has already read when), it ends early and
-/// says "now", so the next pass starts with the least slack. A precise
+/// says "now" (`Err`), so the next pass starts with the least slack. A precise
 /// timer thus waits behind at most one round of loose ones, not behind
 /// every loose timer a late wake-up found due. The `last` pass, a graceful
 /// stop's, is never cut short: no pass comes after it to fire the rest.
@@ -199,7 +207,7 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
     by_slack: &mut BySlack,
     batch: &mut Vec<Fire<T>>,
     last: bool,
-) -> Tick {
+) -> Result<Tick, Tick> {
     let (now, now_up) = shared.time.now_tick();
     let shards = shared.shards.len();
     let mut next = Tick::MAX;
@@ -221,12 +229,12 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
             urgent,
         };
         match fire_class(shared, &round, batch) {
-            _ if stopping(shared) => return Tick::MAX,
+            _ if stopping(shared) => return Ok(Tick::MAX),
             Ok(class_next) => next = next.min(class_next),
-            Err(urgent) => return urgent,
+            Err(urgent) => return Err(urgent),
         }
     }
-    next
+    Ok(next)
 }
 
 /// What a class's part of a pass works with.
