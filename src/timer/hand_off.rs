@@ -279,7 +279,7 @@ fn keep_run<T: Send + 'static, E: Executor<T>>(
 }
 
 /// Counts a run fired with its lateness; returns its deadline.
-fn record_fire<T: Send + 'static, E: Executor<T>>(
+pub(super) fn record_fire<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
     deadline: Tick,
     slack: Tick,

@@ -36,7 +36,8 @@ pub struct Stats {
     /// (a repeating timer counts once), and async sleeps filed.
     pub scheduled: u64,
     /// Runs handed to the executor (each run of a repeating timer counts),
-    /// and async sleeps woken.
+    /// and async sleeps that reached their deadline: woken by the driver,
+    /// or found due by a poll before the driver fired them.
     pub fired: u64,
     /// Timers removed by `cancel`, and async sleeps dropped before their
     /// deadline.

@@ -3,7 +3,10 @@
 //! executor stands for a late wake-up or a long hand-off). Each test
 //! failed before its fix.
 
+use core::future::Future;
+use core::pin::Pin;
 use core::sync::atomic::{AtomicBool, Ordering};
+use core::task::{Context, Waker};
 use core::time::Duration;
 use std::sync::{mpsc, Mutex};
 
@@ -121,6 +124,35 @@ fn a_graceful_shutdown_fires_a_whole_loose_backlog_when_a_precise_timer_comes_du
         (LOOSE as usize, 0),
         "due timers came back unfired from shutdown_graceful"
     );
+}
+
+/// A sleep polled once its deadline has passed completes at once, without
+/// waiting for a late driver (`futures/sleep.rs`), and takes its timer out
+/// of the wheel. That was counted as a cancel: [`Stats::cancelled`] is
+/// "async sleeps dropped before their deadline", and this one completed
+/// at it; [`Stats::fired`] ("async sleeps woken") missed it.
+///
+/// [`Stats::cancelled`]: tickwheel::timer::Stats::cancelled
+/// [`Stats::fired`]: tickwheel::timer::Stats::fired
+#[test]
+fn a_sleep_that_completes_before_a_late_driver_fires_it_is_not_counted_as_cancelled() {
+    let gated = gated(0, Duration::ZERO, 0);
+    let timer = &gated.timer;
+    let mut sleep = timer.sleep(2 * MS);
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(Pin::new(&mut sleep).poll(&mut cx).is_pending());
+    gated.hold_driver(MS);
+    gated.clock.advance(MS);
+    assert!(Pin::new(&mut sleep).poll(&mut cx).is_ready());
+    gated.open.send(()).unwrap();
+    timer.sync();
+    let stats = timer.stats();
+    assert_eq!(
+        (stats.scheduled, stats.fired, stats.cancelled, stats.pending),
+        (2, 2, 0, 0),
+        "scheduled, fired, cancelled, pending: the gate and the sleep"
+    );
+    assert_eq!(stats.lateness.count(), 2);
 }
 
 /// `Timer::sync` "waits until the driver has made a full pass that began

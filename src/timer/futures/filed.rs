@@ -60,6 +60,10 @@ pub(in crate::timer) trait Sleeps: Send + Sync {
     fn rearm(&self, handle: TimerHandle, deadline: Tick) -> bool;
     /// Removes the timer `handle`, filed at `at`, if it is still there.
     fn disarm(&self, handle: TimerHandle, at: Tick);
+    /// Removes the timer `handle` of a sleep that completes because its
+    /// `deadline` has passed, if the driver has not fired it yet: it
+    /// counts as fired, as if the driver had woken it.
+    fn finish(&self, handle: TimerHandle, deadline: Tick);
 }
 
 impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
@@ -167,6 +171,27 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
         }
         drop(job);
     }
+
+    fn finish(&self, handle: TimerHandle, deadline: Tick) {
+        let Some((cell, mut wheels)) = self.lock(handle) else {
+            return;
+        };
+        let job = wheels
+            .get_mut(handle.class)
+            .and_then(|wheel| wheel.cancel(handle.key));
+        if job.is_some() {
+            // Reached its deadline: a fire, not a cancel.
+            cell.publish_one(false);
+        }
+        drop(wheels);
+        let Some(job) = job else {
+            return; // the driver fired it and counted it
+        };
+        // Runtime code and the clock, after the lock.
+        drop(job);
+        let slack = self.classes.get(handle.class).slack;
+        crate::timer::hand_off::record_fire(self, deadline, slack);
+    }
 }
 
 impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
@@ -270,6 +295,9 @@ mod loom_shared {
         }
         fn disarm(&self, handle: TimerHandle, at: Tick) {
             self.0.disarm(handle, at)
+        }
+        fn finish(&self, handle: TimerHandle, deadline: Tick) {
+            self.0.finish(handle, deadline)
         }
     }
 }

@@ -9,7 +9,9 @@
 //! A poll that finds the deadline already past (a sleep created so, reset
 //! into the past, or not fired yet by a late driver) completes at once and
 //! removes the entry, so `is_elapsed`, which says the same, never turns
-//! from true back to false without a reset.
+//! from true back to false without a reset. It reached its deadline: it
+//! counts as fired in the stats, as if the driver had woken it, not as
+//! cancelled.
 //! It shares no memory with the driver but that wheel entry, and every
 //! access to the entry is under the shard's lock:
 //!
@@ -234,8 +236,8 @@ impl Future for Sleep {
         // round yet): complete now, as `is_elapsed` already says, rather
         // than after a round trip through the driver.
         if this.overdue() {
-            if let Some((handle, at)) = this.filed.take() {
-                this.timer.disarm(handle, at);
+            if let Some((handle, _)) = this.filed.take() {
+                this.timer.finish(handle, this.deadline);
             }
             return this.complete();
         }
