@@ -68,6 +68,8 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
     precise_sleeps();
     *shared.driver.lock() = Some(thread::current());
     let mut batch = Vec::with_capacity(BATCH);
+    // Taken and due, kept by a pass cut short for the next (`fire_class`).
+    let mut carry = Vec::new();
     let mut by_slack = BySlack::new();
     // How late the OS wakes this thread, and the lead last published.
     let mut latency = WakeLatency::new();
@@ -82,6 +84,7 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         shared.next_wake.store(Tick::MAX, Ordering::SeqCst);
         let state = shared.state.load(Ordering::SeqCst);
         if state == STOPPING {
+            carry.drain(..).for_each(|fire| keep_back(shared, fire));
             let (late, why) = shared.in_hand.too_late();
             for unfired in late {
                 shared.undelivered(unfired.into_expired(), why);
@@ -90,7 +93,8 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
         }
         let pass = shared.passes.start();
         metric!(publish_pass(shared, &mut pool_panics));
-        let next = match fire_due(shared, &mut by_slack, &mut batch, state == FINISHING) {
+        let last = state == FINISHING;
+        let next = match fire_due(shared, &mut by_slack, &mut batch, &mut carry, last) {
             Ok(next) => {
                 shared.passes.complete(pass);
                 next
@@ -99,7 +103,10 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
             // does not count for `Timer::sync`; the next one starts now.
             Err(now) => now,
         };
-        if state == FINISHING {
+        if last {
+            // The last pass takes in all that was kept: nothing is left
+            // here, but if it were, the drain would return it.
+            carry.drain(..).for_each(|fire| keep_back(shared, fire));
             return;
         }
         // Clear the flag before the final `fetch_min`: a scheduler that
@@ -198,7 +205,8 @@ fn precise_sleeps() {}
 /// While it hands over timers with slack, in rounds of at most
 /// [`LOOSE_ROUND`], it watches the clock: once a class with less slack
 /// needs its wake-up (the pass has already read when), it ends early and
-/// says "now" (`Err`), so the next pass starts with the least slack. A precise
+/// says "now" (`Err`), so the next pass starts with the least slack; what
+/// it took and did not hand over waits for that pass in `carry`. A precise
 /// timer thus waits behind at most one round of loose ones, not behind
 /// every loose timer a late wake-up found due. The `last` pass, a graceful
 /// stop's, is never cut short: no pass comes after it to fire the rest.
@@ -206,6 +214,7 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
     by_slack: &mut BySlack,
     batch: &mut Vec<Fire<T>>,
+    carry: &mut Vec<Fire<T>>,
     last: bool,
 ) -> Result<Tick, Tick> {
     let (now, now_up) = shared.time.now_tick();
@@ -228,7 +237,7 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
             per_shard,
             urgent,
         };
-        match fire_class(shared, &round, batch) {
+        match fire_class(shared, &round, batch, carry) {
             _ if stopping(shared) => return Ok(Tick::MAX),
             Ok(class_next) => next = next.min(class_next),
             Err(urgent) => return Err(urgent),
@@ -256,13 +265,24 @@ struct Round {
 /// last timer taken from a shard that may have more, and keeps the rest
 /// for the next round, so the merge is exact however many rounds a backlog
 /// takes. `Ok`: when the class next needs the driver. `Err(urgent)`: the
-/// round ended because `urgent` came (the rest went too, nothing is kept).
+/// round ended because `urgent` came; the rest waits in `carry` for the
+/// next pass, which starts at once and merges it first.
 fn fire_class<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
     round: &Round,
     batch: &mut Vec<Fire<T>>,
+    carry: &mut Vec<Fire<T>>,
 ) -> Result<Tick, Tick> {
     let mut next = Tick::MAX;
+    // This class's timers a pass cut short kept: merged with what is due.
+    let mut kept = 0;
+    while kept < carry.len() {
+        if carry[kept].handle.class == round.class.index {
+            batch.push(carry.swap_remove(kept));
+        } else {
+            kept += 1;
+        }
+    }
     // Shards that filled their part of the last round: only they may have
     // more due. The first round visits every shard (and allocates nothing
     // unless one fills).
@@ -306,7 +326,9 @@ fn fire_class<T: Send + 'static, E: Executor<T>>(
             return Ok(next);
         }
         if round.urgent != Tick::MAX && shared.time.now_tick().0 >= round.urgent {
-            deliver(shared, batch);
+            // Not handed over now: the filled shards may still hold timers
+            // due before them, which come out in the next pass.
+            carry.append(batch);
             return Err(round.urgent);
         }
     }

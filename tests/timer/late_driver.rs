@@ -190,3 +190,84 @@ fn sync_waits_for_a_due_backlog_that_a_precise_timer_cut_short() {
         "sync returned before the due backlog was handed over"
     );
 }
+
+/// A delay queue hands over "in deadline order, except that values due
+/// less than the slack apart may swap", and a pass that finds several
+/// shards' timers due merges them (`Timer::with_channel`). When a precise
+/// timer's deadline cut a loose round short, the round's merged rest (a
+/// later timer of another shard) went out at once, before the earlier due
+/// timers still in the shard that had filled its part of the round: here
+/// a timer due at 1.9 ms before those due from 1.128 ms, 772 µs apart with
+/// 100 µs of slack.
+#[test]
+fn a_pass_cut_short_keeps_the_merged_order_of_a_loose_backlog() {
+    const US: Duration = Duration::from_micros(1);
+    const LATER: u32 = 1_000;
+    let clock = ManualClock::new();
+    let start = tickwheel::timer::Clock::now(&clock);
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    let moved = AtomicBool::new(false);
+    let on_driver = clock.clone();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(Duration::ZERO)
+        .shards(2)
+        .executor(move |fired: Expired<u32>| {
+            if fired.value <= LATER && !moved.swap(true, Ordering::SeqCst) {
+                // The precise timer's deadline comes during the first round.
+                on_driver.advance(100 * US);
+            }
+            let at = fired.deadline - start;
+            tx.lock().unwrap().send((fired.value, at)).unwrap();
+        })
+        .build()
+        .unwrap();
+    let loose = timer.with_slack(100 * US);
+    // Threads take shards in turn; a handle's `Debug` names its shard.
+    let shard_of = |handle: tickwheel::timer::TimerHandle| {
+        let text = format!("{handle:?}");
+        let at = text.find("shard: ").unwrap() + "shard: ".len();
+        text[at..].split(',').next().unwrap().trim().to_owned()
+    };
+    let earlier = loose.clone();
+    let first_shard = std::thread::spawn(move || {
+        // 200 due timers: more than one round's 128 from this shard.
+        let mut last = None;
+        for i in 0..200u32 {
+            last = Some(earlier.schedule(US * (1_000 + i), i).unwrap());
+        }
+        last.map(shard_of).unwrap()
+    })
+    .join()
+    .unwrap();
+    loop {
+        let later = loose.clone();
+        let handle = std::thread::spawn(move || later.schedule(1_900 * US, LATER).unwrap())
+            .join()
+            .unwrap();
+        if shard_of(handle) != first_shard {
+            break;
+        }
+        timer.cancel(handle).unwrap();
+    }
+    timer.schedule(2_100 * US, LATER + 1).unwrap();
+    clock.advance(2_000 * US);
+    timer.sync();
+    let loose_order: Vec<Duration> = rx
+        .try_iter()
+        .filter(|&(value, _)| value <= LATER)
+        .map(|(_, at)| at)
+        .collect();
+    assert_eq!(loose_order.len(), 201);
+    let mut latest = Duration::ZERO;
+    let mut swapped = Duration::ZERO;
+    for &at in &loose_order {
+        swapped = swapped.max(latest.saturating_sub(at));
+        latest = latest.max(at);
+    }
+    assert!(
+        swapped <= 100 * US,
+        "values due {swapped:?} apart swapped, with 100 µs of slack"
+    );
+}
