@@ -361,6 +361,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
             None => default_shards(),
         };
         self.executor.start()?;
+        let executor = Arc::new(self.executor);
         let shared = Arc::new(Shared {
             shards: (0..shards)
                 .map(|_| ShardCell::new(Wheels::new(self.geometry)))
@@ -371,7 +372,7 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
             driver: Mutex::new(None),
             time,
             classes,
-            executor: self.executor,
+            executor: PhantomData,
             max_pending: self.max_pending,
             reserved: AtomicUsize::new(0),
             #[cfg(not(feature = "metrics"))]
@@ -388,13 +389,15 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
         });
         let driver = {
             let shared = Arc::clone(&shared);
+            let executor = Arc::clone(&executor);
             thread::Builder::new()
                 .name(self.thread_name)
-                .spawn(move || drive(&shared))?
+                .spawn(move || drive(&shared, &*executor))?
         };
         Ok(Timer {
             owner: Arc::new(Owner {
                 shared,
+                executor,
                 driver: Mutex::new(Some(driver)),
             }),
             class,

@@ -64,7 +64,7 @@ const BATCH: usize = 256;
 /// due: at about 0.1–0.2 µs a hand-off, 25–50 µs.
 const LOOSE_ROUND: usize = 256;
 
-pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
+pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, executor: &E) {
     precise_sleeps();
     *shared.driver.lock() = Some(thread::current());
     let mut batch = Vec::with_capacity(BATCH);
@@ -92,9 +92,14 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
             return;
         }
         let pass = shared.passes.start();
-        metric!(publish_pass(shared, &mut pool_panics));
+        metric!(publish_pass(shared, executor, &mut pool_panics));
         let last = state == FINISHING;
-        let next = match fire_due(shared, &mut by_slack, &mut batch, &mut carry, last) {
+        let taking = Taking {
+            executor,
+            batch: &mut batch,
+            carry: &mut carry,
+        };
+        let next = match fire_due(shared, &mut by_slack, taking, last) {
             Ok(next) => {
                 shared.passes.complete(pass);
                 next
@@ -139,10 +144,14 @@ pub(super) fn drive<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>) {
 /// tasks panic on its own threads, where the timer cannot see them) to
 /// the panics metric.
 #[cfg(feature = "metrics")]
-fn publish_pass<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>, published: &mut u64) {
+fn publish_pass<T: Send + 'static, E: Executor<T>>(
+    shared: &Shared<T, E>,
+    executor: &E,
+    published: &mut u64,
+) {
     let m = &shared.counters.metrics;
     m.wakeups.increment(1);
-    let panics = shared.executor.panics();
+    let panics = executor.panics();
     if panics > *published {
         m.panicked.increment(panics - *published);
         *published = panics;
@@ -213,8 +222,7 @@ fn precise_sleeps() {}
 fn fire_due<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
     by_slack: &mut BySlack,
-    batch: &mut Vec<Fire<T>>,
-    carry: &mut Vec<Fire<T>>,
+    mut taking: Taking<'_, T, E>,
     last: bool,
 ) -> Result<Tick, Tick> {
     let (now, now_up) = shared.time.now_tick();
@@ -237,13 +245,21 @@ fn fire_due<T: Send + 'static, E: Executor<T>>(
             per_shard,
             urgent,
         };
-        match fire_class(shared, &round, batch, carry) {
+        match fire_class(shared, &round, &mut taking) {
             _ if stopping(shared) => return Ok(Tick::MAX),
             Ok(class_next) => next = next.min(class_next),
             Err(urgent) => return Err(urgent),
         }
     }
     Ok(next)
+}
+
+/// What a pass hands over with: the executor, the batch being handed
+/// over, and what a pass cut short kept for the next (`fire_class`).
+struct Taking<'a, T, E> {
+    executor: &'a E,
+    batch: &'a mut Vec<Fire<T>>,
+    carry: &'a mut Vec<Fire<T>>,
 }
 
 /// What a class's part of a pass works with.
@@ -270,9 +286,13 @@ struct Round {
 fn fire_class<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
     round: &Round,
-    batch: &mut Vec<Fire<T>>,
-    carry: &mut Vec<Fire<T>>,
+    taking: &mut Taking<'_, T, E>,
 ) -> Result<Tick, Tick> {
+    let Taking {
+        executor,
+        batch,
+        carry,
+    } = taking;
     let mut next = Tick::MAX;
     // This class's timers a pass cut short kept: merged with what is due.
     let mut kept = 0;
@@ -316,7 +336,7 @@ fn fire_class<T: Send + 'static, E: Executor<T>>(
         let rest: Vec<Fire<T>> = batch
             .drain(batch.partition_point(|fire| fire.deadline <= cut)..)
             .collect();
-        deliver(shared, batch);
+        deliver(shared, executor, batch);
         if stopping(shared) {
             rest.into_iter().for_each(|fire| keep_back(shared, fire));
             return Ok(Tick::MAX);

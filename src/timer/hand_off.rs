@@ -63,6 +63,7 @@ pub(super) fn stopping<T: Send + 'static, E: Executor<T>>(shared: &Shared<T, E>)
 /// Hands a batch to the executor, outside every lock.
 pub(super) fn deliver<T: Send + 'static, E: Executor<T>>(
     shared: &Shared<T, E>,
+    executor: &E,
     batch: &mut Vec<Fire<T>>,
 ) {
     if batch.is_empty() {
@@ -128,7 +129,7 @@ pub(super) fn deliver<T: Send + 'static, E: Executor<T>>(
             deadline,
             value,
         };
-        match catch_unwind(AssertUnwindSafe(|| shared.executor.execute(fired))) {
+        match catch_unwind(AssertUnwindSafe(|| executor.execute(fired))) {
             Ok(Ok(())) => {}
             Ok(Err(Rejected(fired))) => {
                 shared.counters.rejected();

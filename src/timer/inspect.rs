@@ -123,7 +123,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         stats.pending = self.pending();
         stats.scheduled = scheduled;
         stats.cancelled = cancelled;
-        stats.panicked += shared.executor.panics();
+        stats.panicked += self.owner.executor.panics();
         stats.wakeups = shared.passes.started.load(Ordering::Relaxed);
         stats
     }

@@ -16,6 +16,9 @@ use crate::TimerKey;
 /// Owned by every `Timer` clone; dropping the last one stops the driver.
 pub(super) struct Owner<T: Send + 'static, E: Executor<T>> {
     pub(super) shared: Arc<Shared<T, E>>,
+    /// Shared with the driver only: dropped with the last handle once the
+    /// driver has exited.
+    pub(super) executor: Arc<E>,
     pub(super) driver: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -54,7 +57,7 @@ impl<T: Send + 'static, E: Executor<T>> Owner<T, E> {
             shared.wake_sleeps();
             // A panicking flush must not keep the timers from being handed
             // back: counted, and the drain goes on.
-            if catch_unwind(AssertUnwindSafe(|| shared.executor.flush())).is_err() {
+            if catch_unwind(AssertUnwindSafe(|| self.executor.flush())).is_err() {
                 shared.counters.panicked();
             }
         }
@@ -69,11 +72,11 @@ impl<T: Send + 'static, E: Executor<T>> Drop for Owner<T, E> {
                 .undelivered(unfired.into_expired(), Why::Dropped);
         }
         // The drop waits for the tasks still running. Dropping the executor
-        // does that (a `ThreadPool` joins its workers), but the shared
-        // state that holds it may outlive this handle: a `Sleep` holds it,
-        // and so does a fixed-delay run's re-arm guard. So wait here too,
-        // after the drain has woken every sleep (a task may await one).
-        if catch_unwind(AssertUnwindSafe(|| self.shared.executor.flush())).is_err() {
+        // does that (a `ThreadPool` joins its workers), but a drop on the
+        // driver thread (an inline task) leaves the driver's copy until it
+        // exits. So wait here too, after the drain has woken every sleep
+        // (a task may await one); the executor goes with this `Owner`.
+        if catch_unwind(AssertUnwindSafe(|| self.executor.flush())).is_err() {
             self.shared.counters.panicked();
         }
     }

@@ -35,6 +35,7 @@
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::marker::PhantomData;
 use core::panic::AssertUnwindSafe;
 use std::panic::catch_unwind;
 
@@ -205,7 +206,11 @@ pub(super) struct Shared<T, E> {
     pub(super) time: TimeSource,
     /// The slack classes (`slack.rs`).
     pub(super) classes: Classes,
-    pub(super) executor: E,
+    /// The executor is not here but in the `Owner` and the driver: sleeps
+    /// and fixed-delay runs hold this state, and must not keep the
+    /// executor (a channel's sender, a pool's threads) after the last
+    /// handle is dropped.
+    pub(super) executor: PhantomData<fn() -> E>,
     pub(super) max_pending: Option<usize>,
     /// Pending timers counted against `max_pending` (only when it is set).
     pub(super) reserved: AtomicUsize,

@@ -263,3 +263,22 @@ fn a_spinning_clock_of_any_spin_lets_a_shutdown_through() {
         "shutdown returns, with the hour's timer"
     );
 }
+
+/// Dropping the last handle "also drops the executor" (`Timer`'s docs): a
+/// delay queue's receiver then disconnects, which ends a consumer's
+/// `for value in ready` loop. A sleep of the timer still alive held the
+/// shared state, which held the executor: the channel stayed connected,
+/// and such a consumer waited for ever.
+#[test]
+fn dropping_the_last_handle_drops_the_executor_while_a_sleep_is_alive() {
+    use crossbeam_channel::RecvTimeoutError;
+    let (queue, ready) = tickwheel::timer::delay_queue::<u32>().unwrap();
+    let sleep = queue.sleep(Duration::from_secs(60));
+    drop(queue);
+    assert_eq!(
+        ready.recv_timeout(Duration::from_secs(5)),
+        Err(RecvTimeoutError::Disconnected),
+        "the executor outlived the last handle"
+    );
+    drop(sleep);
+}

@@ -70,8 +70,8 @@ use crate::Tick;
 /// dropped), every pending sleep completes at once, and a sleep made
 /// afterwards is complete when made: a task never hangs on a timer that
 /// is gone, and a [`Timeout`](super::Timeout) on it reports [`Elapsed`](super::Elapsed). A sleep holds the
-/// timer's shared state, not its driver, so it does not keep the timer
-/// running. Sleeps do not count against
+/// timer's shared state, not its driver nor its executor, so it does not
+/// keep the timer running. Sleeps do not count against
 /// [`max_pending`](crate::timer::Builder::max_pending): they are futures their
 /// callers hold.
 ///
