@@ -173,11 +173,12 @@ impl QueueBuilder {
     /// years; default 24 h. Every process holding the queue forgets older
     /// ids on a schedule of its own, within the retention plus an eighth
     /// of it (from 10 ms to 10 s); see the module docs for the memory
-    /// this costs. A process keeps an id at least as long as a retry of
-    /// its own calls can come (its retry window, twice its I/O timeout and
-    /// 5 s: see [`retry`](Self::retry)), since a retry after a lost reply
-    /// knows what its first attempt did by the id's record: a shorter
-    /// retention (zero, say) keeps ids that long.
+    /// this costs. A retry after a lost reply knows what its first attempt
+    /// did by the id's record, so a retention shorter than a retry can
+    /// take (the retry window, twice the I/O timeout and 5 s: see
+    /// [`retry`](Self::retry)) weakens that promise for jobs that end
+    /// within it: a schedule retried after its job ran and was forgotten
+    /// makes the job again. The default keeps every answer true.
     ///
     /// ```
     /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");

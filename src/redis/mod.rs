@@ -123,9 +123,7 @@
 //!   240 bytes of Redis structures; an ended job keeps its id and about
 //!   230 bytes for the retention (`docs/design.md` has the measurements).
 //!   A cancel-heavy queue holds ended ids for `retention × cancels per
-//!   second`: choose the retention for that (it is at least as long as
-//!   a retry can come, about 20 s by default: see
-//!   [`QueueBuilder::retention`]).
+//!   second`: choose the retention for that.
 //! - Failover of a master that was frozen (paused, cut off), not killed:
 //!   until it learns it was replaced, the old master still takes writes,
 //!   and Redis throws them away when it rejoins as a replica. Claims and

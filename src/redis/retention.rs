@@ -10,12 +10,6 @@
 //! retention and the retention plus one gap after it ended; one ended by a
 //! process that has since gone, within [`MAX_GAP`] more, by whichever
 //! process sweeps first.
-//!
-//! The retention it keeps is at least the answers' time to live
-//! ([`kept`]): a retry after a lost reply knows its first attempt's work
-//! by the record's token (a schedule's, an ack's, a cancel's), so a record
-//! forgotten before the retry came made the retry's answer untrue, and a
-//! retried schedule made its job, acked meanwhile, a second time.
 
 use core::time::Duration;
 
@@ -23,7 +17,7 @@ use super::counters::bump;
 use super::link::Io;
 use super::lua::lua;
 use super::ops::{array, int};
-use super::options::{micros, Options};
+use super::options::micros;
 
 lua!(TRIM, "trim.lua");
 
@@ -41,19 +35,11 @@ pub(super) fn min_gap(retention: Duration) -> Duration {
     (retention / 8).clamp(Duration::from_millis(10), Duration::from_secs(10))
 }
 
-/// How long ended ids are kept: the retention, but no shorter than a
-/// retry of the call that ended one can come.
-pub(super) fn kept(options: &Options) -> Duration {
-    options
-        .retention
-        .max(Duration::from_millis(options.answer_ttl_ms()))
-}
-
 /// Trims partition `part`'s ended ids (one trimmer per partition).
 pub(super) async fn trimmer(io: Io, part: usize) {
     let ctx = &io.ctx;
-    let retention = kept(&ctx.options);
-    let gap = min_gap(ctx.options.retention);
+    let retention = ctx.options.retention;
+    let gap = min_gap(retention);
     loop {
         let mut cmd = TRIM.command(&ctx.parts().get(part).fixed);
         cmd.arg(micros(retention)).arg(TRIM_LIMIT);

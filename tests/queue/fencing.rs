@@ -258,19 +258,13 @@ fn close_interrupts_a_waiting_fetch_and_every_later_one() {
 }
 
 /// Ended ids are forgotten on a schedule of their own, with no claim at
-/// all: 3,000 cancelled ids under a 500 ms retention are gone once a retry
-/// of their cancels can no longer come (a retry window of 0 and I/O
-/// timeouts of 1 s: 7 s), within 20 s.
+/// all: 3,000 cancelled ids under a 500 ms retention are gone 3 s later.
 #[test]
 fn retention_holds_without_any_claim() {
     let Some(server) = RedisServer::start_or_skip() else {
         return;
     };
-    let queue = builder(&server)
-        .retention(500 * MS)
-        .retry(Duration::ZERO, Duration::from_secs(1))
-        .connect()
-        .unwrap();
+    let queue = builder(&server).retention(500 * MS).connect().unwrap();
     let ids: Vec<String> = (0..3000).map(|i| format!("o{i}")).collect();
     let jobs: Vec<(&str, Duration, &[u8])> = ids
         .iter()
@@ -281,15 +275,7 @@ fn retention_holds_without_any_claim() {
         assert!(matches!(queue.cancel(id).unwrap(), Cancelled::Cancelled(_)));
     }
     assert_eq!(queue.metrics().cancelled, 3000);
-    let cancelled = std::time::Instant::now();
-    while queue.metrics().trimmed < 3000 && cancelled.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(10 * MS);
-    }
-    // Kept while a retry of the cancels could still come.
-    assert!(
-        cancelled.elapsed() > Duration::from_secs(6),
-        "forgotten too soon"
-    );
+    std::thread::sleep(Duration::from_secs(3));
     assert_eq!(server.command(&["LLEN", "tw:{orders}:ends"]), ":0\r\n");
     assert_eq!(server.command(&["HLEN", "tw:{orders}:jobs"]), ":0\r\n");
     assert_eq!(queue.metrics().trimmed, 3000);

