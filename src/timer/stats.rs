@@ -35,12 +35,14 @@ pub struct Stats {
     /// Timers accepted by `schedule`, `schedule_at` or `schedule_repeating`
     /// (a repeating timer counts once), and async sleeps filed.
     pub scheduled: u64,
-    /// Runs handed to the executor (each run of a repeating timer counts),
-    /// and async sleeps that reached their deadline: woken by the driver,
-    /// or found due by a poll before the driver fired them.
+    /// Runs handed to the executor (each run of a repeating timer counts,
+    /// and so does a run the executor refused, which `rejected` counts
+    /// too), and async sleeps that reached their deadline: woken by the
+    /// driver, or found due by a poll before the driver fired them.
     pub fired: u64,
-    /// Timers removed by `cancel`, and async sleeps dropped before their
-    /// deadline.
+    /// Timers removed by `cancel`, and async sleeps dropped before the
+    /// driver fired them. A sleep is not polled when dropped, so one
+    /// dropped past its deadline while the driver is late counts here.
     pub cancelled: u64,
     /// Runs the executor refused (then passed to the `on_undelivered` hook).
     pub rejected: u64,
