@@ -252,6 +252,7 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             }
         }
         self.file(deadline, class, priority, job)
+            .inspect_err(|_| self.release_reservation(1))
     }
 
     /// [`insert`](Self::insert) outside `max_pending`: for sleeps, which
@@ -267,7 +268,9 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
         self.file(deadline, class, 0, job)
     }
 
-    /// Files a job whose reservation (if any) is made.
+    /// Files a job whose reservation (if any) is made. A refusal leaves
+    /// the reservation to the caller: a sleep made none, and giving one
+    /// back for it wrapped the count (every schedule then said `Full`).
     fn file(
         &self,
         deadline: Tick,
@@ -281,7 +284,6 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
             let mut wheels = cell.lock.lock();
             if self.state.load(Ordering::SeqCst) != RUNNING {
                 drop(wheels);
-                self.release_reservation(1);
                 return Err(ScheduleError::new(ScheduleErrorKind::Shutdown, job));
             }
             match wheels.get_or_make(class).try_insert(deadline, job) {
@@ -295,7 +297,6 @@ impl<T: Send + 'static, E: Executor<T>> Shared<T, E> {
                 }
                 Err(full) => {
                     drop(wheels);
-                    self.release_reservation(1);
                     return Err(ScheduleError::new(
                         ScheduleErrorKind::Full,
                         full.into_inner(),

@@ -4,6 +4,7 @@
 
 extern crate alloc;
 
+mod async_promises;
 mod hand_offs;
 mod interval;
 mod late_driver;
