@@ -161,9 +161,14 @@ impl Interval {
 }
 
 impl Interval {
-    /// A [`tick`](Self::tick) future that was waiting was dropped.
+    /// A [`tick`](Self::tick) future that was waiting was dropped: the
+    /// wait ends, unless the tick came first. Then the task waited for
+    /// it, and the drop (a `select!` branch that lost to one ready at the
+    /// same wake-up) must not make it missed.
     pub(super) fn end_wait(&mut self) {
-        self.waiting = false;
+        if !self.sleep.is_elapsed() {
+            self.waiting = false;
+        }
     }
 
     fn new(sleep: Sleep, period: Tick, missed: MissedTicks) -> Interval {
