@@ -37,8 +37,11 @@ pub struct Stats {
     pub scheduled: u64,
     /// Runs handed to the executor (each run of a repeating timer counts,
     /// and so does a run the executor refused, which `rejected` counts
-    /// too), and async sleeps that reached their deadline: woken by the
-    /// driver, or found due by a poll before the driver fired them.
+    /// too), and async sleeps that reached the deadline they were filed
+    /// for: woken by the driver, or found due by a poll before the driver
+    /// fired them. A sleep reset to a later deadline stays filed for its
+    /// old one (a reset takes no lock); it is woken there and filed again,
+    /// so each such step counts here and in `scheduled`.
     pub fired: u64,
     /// Timers removed by `cancel`, and async sleeps dropped before the
     /// driver fired them. A sleep is not polled when dropped, so one
