@@ -16,6 +16,12 @@ impl<T: Send + 'static> Timer<T, crossbeam_channel::Sender<T>> {
     /// [`Builder::executor`](super::Builder::executor) with a channel for strict deadline order. The
     /// value type is inferred from what you schedule or receive.
     ///
+    /// The sender is the timer's executor, so the receiver disconnects,
+    /// and a `for value in ready` loop ends, when the last handle to the
+    /// queue is dropped. [`shutdown`](Timer::shutdown) stops the driver
+    /// and hands back what had not fired, but the handles still hold the
+    /// sender: drop them too.
+    ///
     /// # Errors
     ///
     /// [`BuildError::Spawn`] if the driver thread cannot be spawned.
