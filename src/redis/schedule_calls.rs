@@ -93,7 +93,7 @@ pub(super) fn upsert(
             let horizon = Record::parse(&text).ok_or_else(malformed)?.horizon;
             if due_for_runs(horizon, now) {
                 let instants = plan(&schedule, horizon, now);
-                make_runs(&io, &key, version, &instants).await?;
+                make_runs(&io, &key, version, &instants, now).await?;
             }
             io.ctx.schedules_wake.notify_one();
             Ok(upserted)

@@ -38,9 +38,12 @@
 //!
 //! Instants more than a second past when the task looks (no consumer ran
 //! to make their runs) are missed, and follow the scheduler's [`Missed`]:
-//! none runs, one run for the latest, or each (1,000 a look). A run made
-//! before the outage and overdue after it is an ordinary job: the queue's
-//! misfire policy (`QueueBuilder::misfire`) decides it, as for any job.
+//! none runs, one run for the latest, or each (1,000 a look). Those runs,
+//! and the past ones still within the grace, are due when they are made,
+//! in order (their ids still name their instants), so the queue's misfire
+//! policy, which would find them late, leaves them alone. A run made before the outage and overdue after it is an
+//! ordinary job: the queue's misfire policy (`QueueBuilder::misfire`)
+//! decides it, as for any job.
 //!
 //! # Changing and removing
 //!
@@ -236,13 +239,16 @@ pub(super) fn due_for_runs(horizon: i64, now: i64) -> bool {
     horizon - LOOKAHEAD / 2 <= now
 }
 
-/// Makes the runs of `instants` for scheduler `key` and moves its horizon
-/// up to the last of them.
+/// Makes the runs of `instants` (oldest first, as [`plan`] gives them)
+/// for scheduler `key` at server time `now`, and moves its horizon up to
+/// the last of them. A missed instant's run is due just before `now` (see
+/// [`due_of`]).
 pub(super) async fn make_runs(
     io: &Io,
     key: &str,
     version: u64,
     instants: &[i64],
+    now: i64,
 ) -> Result<(), QueueError> {
     let Some(&last) = instants.last() else {
         return Ok(());
@@ -251,9 +257,8 @@ pub(super) async fn make_runs(
     let mut get = redis::cmd("HGET");
     get.arg(&payloads).arg(key);
     let payload = bytes(io.query(&get).await?);
-    let runs = instants
-        .iter()
-        .map(|&t| ScheduleJob::run(run_id(key, version, t), t, &payload))
+    let runs = due_of(instants, now)
+        .map(|(t, due)| ScheduleJob::run(run_id(key, version, t), due, &payload))
         .collect::<Result<Vec<_>, _>>()?;
     run_direct(io, runs).await?;
     let mut cmd = ADVANCE.command(&[records]);
@@ -269,6 +274,32 @@ pub(super) async fn make_runs(
         run_direct(io, stale).await?;
     }
     Ok(())
+}
+
+/// Each of `instants` (oldest first) with the due time of its run, made
+/// at server time `now`: its instant; but when some are missed (more than
+/// the grace past), each one already past is due a microsecond of its own
+/// just before `now`, in order (never before its instant). Due at its
+/// instant, a missed run that the scheduler's `Missed` policy asked for
+/// was found late by the claim, and a queue whose misfire policy discards
+/// or dead-letters late jobs did that to it; the past ones still within
+/// the grace go with them, so that none passes an older missed one. Their
+/// ids still name their instants (`Delivery::schedule`).
+fn due_of(instants: &[i64], now: i64) -> impl Iterator<Item = (i64, i64)> + '_ {
+    let missed = instants.first().is_some_and(|&t| t < now - GRACE);
+    // At most `MAX_RUNS` and a second's worth: a millisecond or so.
+    let past = if missed {
+        instants.iter().filter(|&&t| t <= now).count() as i64
+    } else {
+        0
+    };
+    instants.iter().zip(0..).map(move |(&t, i)| {
+        if i < past {
+            (t, (now - past + i).max(t))
+        } else {
+            (t, t)
+        }
+    })
 }
 
 /// Cancels the runs of a changed or removed scheduler's `record` still
@@ -349,7 +380,7 @@ async fn look(io: &Io) -> Result<(i64, Option<i64>), QueueError> {
         let mut horizon = record.horizon;
         if due_for_runs(horizon, now) {
             let instants = plan(&schedule, horizon, now);
-            if let Err(err) = make_runs(io, key, record.version, &instants).await {
+            if let Err(err) = make_runs(io, key, record.version, &instants, now).await {
                 // This scheduler waits for the next look; the others go on.
                 event!(
                     warn,
@@ -452,6 +483,27 @@ mod tests {
         assert_eq!(plan(&fast, 0, 365 * 86_400 * S).len(), MAX_RUNS);
         let fast_once = Schedule::every(Duration::from_millis(10));
         assert_eq!(plan(&fast_once, 0, 365 * 86_400 * S).len(), 302);
+    }
+
+    #[test]
+    fn missed_runs_are_due_just_before_now_in_order() {
+        let now = 400 * S;
+        let got: Vec<_> = due_of(&[100 * S, 200 * S, 399 * S + 1, 401 * S], now).collect();
+        assert_eq!(
+            got,
+            [
+                (100 * S, now - 3),
+                (200 * S, now - 2),
+                (399 * S + 1, now - 1),
+                (401 * S, 401 * S)
+            ]
+        );
+        // An instant at `now` itself stays at it, after the others.
+        let got: Vec<_> = due_of(&[100 * S, now], now).collect();
+        assert_eq!(got, [(100 * S, now - 2), (now, now)]);
+        // None missed: every run due at its instant.
+        let got: Vec<_> = due_of(&[399 * S + 1, 401 * S], now).collect();
+        assert_eq!(got, [(399 * S + 1, 399 * S + 1), (401 * S, 401 * S)]);
     }
 
     #[test]

@@ -45,7 +45,10 @@ impl Queue {
     /// another, the old runs still waiting are cancelled. Consumers make
     /// the runs ahead of time (two seconds, at least the next one); runs
     /// missed while no consumer ran follow
-    /// [`Schedule::missed`](crate::schedule::Schedule::missed).
+    /// [`Schedule::missed`](crate::schedule::Schedule::missed): those it
+    /// makes are due when made (their [`Delivery::due`]), in order, so the
+    /// queue's misfire policy ([`QueueBuilder::misfire`](super::QueueBuilder::misfire))
+    /// does not discard them as late.
     ///
     /// # Errors
     ///

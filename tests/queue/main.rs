@@ -46,6 +46,7 @@ mod schedule_retries;
 mod schedules;
 mod schedules_cron_cancel;
 mod schedules_edges;
+mod schedules_misfire;
 #[path = "../support/scratch.rs"]
 mod scratch;
 mod sentinel;
