@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
 use crate::admin_tool::{at, ok, queue_args, run, strs, BASE, BIN};
-use crate::queues::{builder, id_in};
+use crate::queues::{builder, id_in, partition_of};
 use crate::redis_server::RedisServer;
 
 /// Read-only commands on a queue that does not exist write nothing and
@@ -111,6 +111,45 @@ fn the_next_due_time_is_the_earliest_of_every_partition() {
     assert_eq!(frame.one("watch")["due_waiting"], 2);
     assert_eq!(frame.one("watch")["next_due"], earliest);
     assert_eq!(ok(&target, &["stats"]).one("stats")["next_due"], earliest);
+}
+
+/// `watch`'s most overdue job is the most overdue of every partition. Its
+/// sample of 100 due jobs is the head of the listing, which goes partition
+/// after partition: with 120 jobs a second overdue in partition 0, `max`
+/// once said about a second while a job of partition 3 was an hour
+/// overdue.
+#[test]
+fn watch_shows_the_most_overdue_job_of_every_partition() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let q = builder(&server).partitions(4).connect().unwrap();
+    let now = SystemTime::now();
+    let ids: Vec<String> = (0..)
+        .map(|i| format!("late1s-{i}"))
+        .filter(|id| partition_of(id, 4) == 0)
+        .take(120)
+        .collect();
+    let second_ago = now - Duration::from_secs(1);
+    let jobs: Vec<(&str, SystemTime, &[u8])> = ids
+        .iter()
+        .map(|id| (id.as_str(), second_ago, &b""[..]))
+        .collect();
+    q.schedule_many_at(&jobs).unwrap();
+    let hour = id_in("late1h", 3, 4);
+    q.schedule(&hour, now - Duration::from_secs(3_600), b"")
+        .unwrap();
+    let target = queue_args(&server);
+    let target = strs(&target);
+    let frame = ok(&target, &["watch", "--once"]);
+    let watch = frame.one("watch");
+    assert_eq!(watch["due_waiting"], 100, "{watch}");
+    assert_eq!(watch["due_waiting_more"], true, "{watch}");
+    let max = watch["overdue_max_ms"].as_f64().unwrap();
+    assert!(max >= 3_600_000.0, "overdue max {max} ms: {watch}");
+    // The p50 and p99 stay the sample's.
+    let p99 = watch["overdue_p99_ms"].as_f64().unwrap();
+    assert!(p99 < 3_600_000.0, "{watch}");
 }
 
 /// `requeue --all` requeues the dead letters there when it starts, once

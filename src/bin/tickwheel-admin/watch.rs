@@ -31,6 +31,8 @@ struct Frame {
     dead_rate: Option<f64>,
     /// How late the sampled due-but-waiting jobs are, sorted.
     overdue: Vec<Duration>,
+    /// How late the most overdue waiting job is, in every partition.
+    most_overdue: Option<Duration>,
     /// More due jobs than the sample holds.
     more_due: bool,
     next_due: NextDue,
@@ -115,15 +117,24 @@ fn read(
         }
         None => (None, None),
     };
+    // The sample's earliest bounds the search: only earlier jobs, in
+    // partitions the sample did not reach, are read.
+    let next_due = next_due(queue, page.jobs.iter().map(|job| job.due).min())?;
+    // The sample is the head of the listing, partition after partition:
+    // the most overdue job of a later partition may lie past it (`max`
+    // once showed partition 0's), but it is the earliest due of all.
+    let earliest = match next_due {
+        NextDue::At(due) => wall.duration_since(due).ok(),
+        NextDue::Nothing | NextDue::Unknown => None,
+    };
     Ok(Frame {
         live,
         dead,
         live_rate,
         dead_rate,
         more_due: page.next.is_some() && overdue.len() == SAMPLE,
-        // The sample's earliest bounds the search: only earlier jobs, in
-        // partitions the sample did not reach, are read.
-        next_due: next_due(queue, page.jobs.iter().map(|job| job.due).min())?,
+        next_due,
+        most_overdue: overdue.last().copied().max(earliest),
         overdue,
     })
 }
@@ -153,7 +164,7 @@ fn sparkline(values: impl Iterator<Item = u64> + Clone) -> String {
 fn show(frame: &Frame, sparkline: &str, ansi: bool, out: &Out) {
     let p50 = quantile(&frame.overdue, 0.5);
     let p99 = quantile(&frame.overdue, 0.99);
-    let max = frame.overdue.last().copied();
+    let max = frame.most_overdue;
     if out.json {
         out.record(&[
             ("type", "watch".into()),
