@@ -41,9 +41,9 @@
 //! none runs, one run for the latest, or each (1,000 a look). Those runs,
 //! and the past ones still within the grace, are due when they are made,
 //! in order (their ids still name their instants), so the queue's misfire
-//! policy, which would find them late, leaves them alone. A run made before the outage and overdue after it is an
-//! ordinary job: the queue's misfire policy (`QueueBuilder::misfire`)
-//! decides it, as for any job.
+//! policy, which would find them late, leaves them alone. A run made
+//! before the outage and overdue after it is an ordinary job: the queue's
+//! misfire policy (`QueueBuilder::misfire`) decides it, as for any job.
 //!
 //! # Changing and removing
 //!
