@@ -261,7 +261,10 @@ impl Queue {
     /// # Errors
     ///
     /// [`QueueError::Argument`] for a limit outside 1 to `MAX_PAGE`; Redis
-    /// unreachable for the retry window.
+    /// unreachable for the retry window. With partitions, a call that
+    /// purged some before a later partition's server became unreachable
+    /// answers that count, so that it is not lost; the next call reports
+    /// the error if that server is still unreachable.
     ///
     /// ```no_run
     /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
