@@ -170,20 +170,16 @@ impl QueueBuilder {
 
     /// How long an ended job's id is remembered, so that scheduling it
     /// again is refused and a cancel can say how it ended: at most ten
-    /// years; default 24 h. Every process holding the queue forgets older
-    /// ids on a schedule of its own, within the retention plus an eighth
-    /// of it (from 10 ms to 10 s); see the module docs for the memory
-    /// this costs. A retry after a lost reply knows what its first attempt
-    /// did by the id's record, so a retention shorter than a retry can
-    /// take (the retry window, twice the I/O timeout and 5 s: see
-    /// [`retry`](Self::retry)) weakens that promise for jobs that end
-    /// within it: a schedule retried after its job ran and was forgotten
-    /// makes the job again. The default keeps every answer true.
+    /// years; default 24 h. Every process forgets older ids on a schedule
+    /// of its own, within the retention plus an eighth of it (10 ms to
+    /// 10 s); the module docs say what memory this costs. Under a
+    /// retention shorter than a retry can take ([`retry`](Self::retry)'s
+    /// window, twice its I/O timeout and 5 s), a schedule retried after a
+    /// lost reply, its job run and forgotten meanwhile, makes it again.
     ///
     /// ```
     /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
-    /// let b = b.retention(std::time::Duration::from_secs(3600));
-    /// # drop(b);
+    /// let b = b.retention(std::time::Duration::from_secs(3600)); // an hour
     /// ```
     pub fn retention(mut self, retention: Duration) -> Self {
         self.options.retention = retention;
@@ -492,8 +488,7 @@ impl QueueBuilder {
             policy: std::sync::OnceLock::new(),
             trim_wake: std::sync::OnceLock::new(),
         };
-        let (shared, ready) = Shared::start(ctx, self.runtime)?;
-        Ok((shared, ready))
+        Shared::start(ctx, self.runtime)
     }
 }
 

@@ -171,6 +171,7 @@ mod queue;
 mod release;
 mod retention;
 mod round;
+mod run_plan;
 mod schedule_calls;
 mod scheduler;
 mod schedules;
