@@ -67,6 +67,28 @@ fn with_tls(config: Config, certs: &TlsFiles, port: u16) -> Config {
         .config("tls-replication", "yes")
 }
 
+/// Starts a server from `config`, with TLS on `*port` when `tls` is given.
+/// `try_start_with` picks another plain port when a process took the one
+/// it probed; a TLS port taken meanwhile (by a test's client connection,
+/// say) is picked again here, and `*port` says the one it got.
+fn start_tls(tls: Option<(&TlsFiles, &mut u16)>, config: Config) -> RedisServer {
+    let Some((certs, port)) = tls else {
+        return RedisServer::start_with(config);
+    };
+    let mut failure = String::new();
+    for _ in 0..5 {
+        match RedisServer::try_start_with(with_tls(config.clone(), certs, *port)) {
+            Ok(server) => return server,
+            Err(why) if why.contains("Address already in use") => {
+                *port = free_port();
+                failure = why;
+            }
+            Err(why) => panic!("{why}"),
+        }
+    }
+    panic!("{failure}")
+}
+
 impl Watched {
     pub(crate) fn start() -> Option<Watched> {
         Watched::start_with(false)
@@ -76,7 +98,7 @@ impl Watched {
         if redis_server::skip() {
             return None;
         }
-        let tls = tls.then(|| {
+        let mut tls = tls.then(|| {
             let dir =
                 std::env::temp_dir().join(format!("tickwheel-tls-sentinel-{}", std::process::id()));
             let certs = tls_certs::make(&dir);
@@ -88,18 +110,16 @@ impl Watched {
                 _certs: Certs(dir, certs),
             }
         });
-        let config = |port: fn(&Tls) -> u16| {
-            let config = Config::new().password(PASSWORD);
-            match &tls {
-                Some(t) => with_tls(config, &t._certs.1, port(t)),
-                None => config,
-            }
-        };
-        let master = RedisServer::start_with(config(|t| t.master));
+        let config = Config::new().password(PASSWORD);
+        let master = start_tls(
+            tls.as_mut().map(|t| (&t._certs.1, &mut t.master)),
+            config.clone(),
+        );
         // Replication, and Sentinel's view, go over TLS when it is on.
         let master_port = tls.as_ref().map_or(master.port(), |t| t.master);
-        let replica = RedisServer::start_with(
-            config(|t| t.replica).config("replicaof", &format!("127.0.0.1 {master_port}")),
+        let replica = start_tls(
+            tls.as_mut().map(|t| (&t._certs.1, &mut t.replica)),
+            config.config("replicaof", &format!("127.0.0.1 {master_port}")),
         );
         wait_until("the replica is in sync", || {
             replica
@@ -121,10 +141,10 @@ impl Watched {
                 &format!("{MASTER} 1000"),
             )
             .config("sentinel failover-timeout", &format!("{MASTER} 5000"));
-        let sentinel = RedisServer::start_with(match &tls {
-            Some(t) => with_tls(sentinel, &t._certs.1, t.sentinel),
-            None => sentinel,
-        });
+        let sentinel = start_tls(
+            tls.as_mut().map(|t| (&t._certs.1, &mut t.sentinel)),
+            sentinel,
+        );
         let watched = Watched {
             master,
             replica,
