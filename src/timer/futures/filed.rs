@@ -46,6 +46,8 @@ pub(in crate::timer) trait Sleeps: Send + Sync {
     /// The tick `delay` from now, saturating (as `Timer::sleep`'s).
     fn deadline_after(&self, delay: Duration) -> Tick;
     fn instant_of(&self, tick: Tick) -> Instant;
+    /// The length of `ticks` ticks (saturating).
+    fn duration_of(&self, ticks: Tick) -> Duration;
     /// `true` once the timer has stopped.
     fn is_stopped(&self) -> bool;
     /// Files a timer at `deadline` that wakes `waker`; `None` if the timer
@@ -86,6 +88,10 @@ impl<T: Send + 'static, E: Executor<T>> Sleeps for Shared<T, E> {
 
     fn instant_of(&self, tick: Tick) -> Instant {
         self.time.instant_of(tick)
+    }
+
+    fn duration_of(&self, ticks: Tick) -> Duration {
+        self.time.duration_of(ticks)
     }
 
     fn is_stopped(&self) -> bool {
@@ -277,6 +283,9 @@ mod loom_shared {
         }
         fn instant_of(&self, tick: Tick) -> Instant {
             self.0.instant_of(tick)
+        }
+        fn duration_of(&self, ticks: Tick) -> Duration {
+            self.0.duration_of(ticks)
         }
         fn is_stopped(&self) -> bool {
             self.0.is_stopped()

@@ -144,7 +144,8 @@ impl Interval {
         Poll::Ready(Some(due_at))
     }
 
-    /// The period, rounded up to whole ticks of the timer.
+    /// The period, rounded up to whole ticks of the timer (saturating at
+    /// [`Duration::MAX`]).
     ///
     /// ```
     /// use std::time::Duration;
@@ -156,7 +157,7 @@ impl Interval {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn period(&self) -> Duration {
-        self.sleep.timer.instant_of(self.period) - self.sleep.timer.instant_of(0)
+        self.sleep.timer.duration_of(self.period)
     }
 }
 
@@ -479,5 +480,19 @@ mod tests {
         timer.sync();
         assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(origin)));
         assert_eq!(ticks.poll_tick(&mut cx), Poll::Ready(Some(origin + us)));
+    }
+
+    /// Before: `period` was the gap between two instants, the later one
+    /// capped far ahead of the clock's origin, so a huge period read as
+    /// some unrelated length.
+    #[test]
+    fn a_huge_period_reads_as_the_longest_duration() {
+        let (_clock, timer) = manual();
+        let ticks = timer.interval(Duration::MAX, MissedTicks::Skip).unwrap();
+        assert_eq!(ticks.period(), Duration::MAX);
+        let ticks = timer
+            .interval(Duration::from_secs(3_600), MissedTicks::Skip)
+            .unwrap();
+        assert_eq!(ticks.period(), Duration::from_secs(3_600));
     }
 }
