@@ -62,12 +62,14 @@ pub(super) fn upsert(
                 let mut cmd = UPSERT.command(&keys);
                 cmd.arg(&key).arg(&timetable).arg(&payload);
                 cmd.arg(token.bytes()).arg(u8::from(again)).arg(ttl);
+                cmd.arg(Schedule::READABLE_KINDS);
                 cmd
             })
             .await?;
             let items = array(reply)?;
             let malformed = || QueueError::Server(String::from("a malformed upsert reply"));
             let upserted = match items.first().and_then(super::ops::int) {
+                Some(-1) => return Err(unreadable(&key)),
                 Some(0) => Upserted::Unchanged,
                 Some(1) => Upserted::Created,
                 Some(2) => Upserted::Updated,
@@ -105,7 +107,8 @@ pub(super) fn upsert(
 
 /// Cancels the runs of scheduler `key`'s superseded records, given as
 /// (field, record) pairs, and forgets each once its runs are cancelled: a
-/// call that stopped half-way leaves them for the next one.
+/// call that stopped half-way leaves them for the next one, and a build
+/// that cannot read a record's timetable leaves it for one that can.
 async fn settle_superseded(io: &Io, key: &str, pairs: &[redis::Value]) -> Result<(), QueueError> {
     let [.., superseded] = hashes(&io.ctx);
     for pair in pairs.chunks_exact(2) {
@@ -115,6 +118,10 @@ async fn settle_superseded(io: &Io, key: &str, pairs: &[redis::Value]) -> Result
             .split_once('\n')
             .and_then(|(at, record)| Some((at.parse().ok()?, Record::parse(record)?)));
         if let Some((at, record)) = parsed {
+            if Schedule::decode(record.timetable).is_none() {
+                // Its runs are unknown here: left for a build that reads it.
+                continue;
+            }
             cancel_runs(io, key, &record, at).await?;
         }
         let mut forget = redis::cmd("HDEL");
@@ -122,6 +129,16 @@ async fn settle_superseded(io: &Io, key: &str, pairs: &[redis::Value]) -> Result
         io.query(&forget).await?;
     }
     Ok(())
+}
+
+/// A change or removal refused: the scheduler's timetable is one this
+/// build cannot read, so it could not cancel the runs made for it.
+fn unreadable(key: &str) -> QueueError {
+    QueueError::InvalidSchedule(alloc::format!(
+        "scheduler `{key}` has a timetable this build cannot read (a cron one without \
+         feature `cron`), so it could not cancel its runs: change or remove it from a \
+         build that reads it"
+    ))
 }
 
 /// The schedulers' hashes, then this call's answer key (under the same
@@ -146,12 +163,17 @@ pub(super) fn remove(s: &Shared, key: &str) -> Result<Pending<bool>, QueueError>
                 cmd.arg(&key)
                     .arg(token.bytes())
                     .arg(u8::from(again))
-                    .arg(ttl);
+                    .arg(ttl)
+                    .arg(Schedule::READABLE_KINDS);
                 cmd
             })
             .await?;
             let items = array(reply)?;
-            let there = items.first().and_then(super::ops::int) == Some(1);
+            let answer = items.first().and_then(super::ops::int);
+            if answer == Some(-1) {
+                return Err(unreadable(&key));
+            }
+            let there = answer == Some(1);
             settle_superseded(&io, &key, items.get(1..).unwrap_or_default()).await?;
             Ok(there)
         }

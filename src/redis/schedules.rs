@@ -58,8 +58,12 @@ impl Queue {
     /// 30 February, or for a year gone); [`QueueError::DueOutOfRange`] if
     /// its next instant is past [`MAX_DUE_MICROS`](super::MAX_DUE_MICROS);
     /// [`QueueError::PayloadTooLarge`]; or Redis unreachable for the retry
-    /// window (an upsert retried answers the same). Nothing is stored for
-    /// a refused one.
+    /// window (an upsert retried answers the same). Also
+    /// [`QueueError::InvalidSchedule`] if the key's scheduler has a
+    /// timetable this build cannot read (a cron one, made by a build with
+    /// feature `cron`, in a build without it): the runs made for it could
+    /// not be cancelled, so it is left as it is. Nothing is stored for a
+    /// refused one.
     ///
     /// ```no_run
     /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;
@@ -84,7 +88,9 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// As [`upsert_schedule`](Self::upsert_schedule).
+    /// As [`upsert_schedule`](Self::upsert_schedule): a key out of range,
+    /// a timetable this build cannot read (the scheduler stays), or Redis
+    /// unreachable for the retry window.
     ///
     /// ```no_run
     /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;

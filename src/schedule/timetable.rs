@@ -319,6 +319,14 @@ impl Schedule {
         }
     }
 
+    /// The timetable kinds [`decode`](Self::decode) reads in this build,
+    /// separated by spaces.
+    pub(crate) const READABLE_KINDS: &'static str = if cfg!(feature = "cron") {
+        "every cron"
+    } else {
+        "every"
+    };
+
     /// A stored timetable; `None` if this build cannot read it (a cron
     /// schedule without feature `cron`) or it is damaged.
     pub(crate) fn decode(text: &str) -> Option<Schedule> {

@@ -176,3 +176,44 @@ fn a_new_job_may_not_take_a_run_id() {
     queue.schedule_in("my/schedule/k", hour, b"").unwrap();
     queue.cancel("schedule/k/1/5").unwrap();
 }
+
+/// A build that cannot read a scheduler's timetable (a cron one, in a
+/// build without feature `cron`; here a kind no build reads) cannot
+/// cancel the runs made for it. Removing it answered `true` and left its
+/// runs to fire after the removal; changing it did the same. Both are now
+/// refused, and the scheduler and its runs stay as they were.
+#[test]
+fn a_timetable_this_build_cannot_read_is_neither_removed_nor_changed() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server).connect().unwrap();
+    let fast = Schedule::every(Duration::from_millis(500));
+    queue.upsert_schedule("k", &fast, b"old").unwrap();
+    let runs = waiting(&queue);
+    assert!(!runs.is_empty());
+    let hash = "tw:{orders}:schedules";
+    let record = server.command(&["HGET", hash, "k"]);
+    let record = record
+        .split_once("\r\n")
+        .unwrap()
+        .1
+        .trim_end_matches("\r\n");
+    assert!(record.contains("\nevery\n"), "{record:?}");
+    let foreign = record.replacen("\nevery\n", "\nlunar\n", 1);
+    server.command(&["HSET", hash, "k", &foreign]);
+    let removed = queue.remove_schedule("k");
+    assert!(
+        matches!(removed, Err(QueueError::InvalidSchedule(ref why)) if why.contains("cannot read")),
+        "{removed:?}"
+    );
+    let changed = queue.upsert_schedule("k", &fast, b"new");
+    assert!(
+        matches!(changed, Err(QueueError::InvalidSchedule(_))),
+        "{changed:?}"
+    );
+    assert_eq!(waiting(&queue), runs, "the runs changed");
+    let all = queue.schedules().unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].timetable, "(a timetable this build cannot read)");
+}

@@ -9,6 +9,15 @@ local function kept_answer(again, key)
   return nil
 end
 
+-- Whether the calling build reads record `rec`'s timetable: its kind (the
+-- record's fourth line) is one of `kinds`, separated by spaces. One that
+-- does not (a cron timetable in a build without feature `cron`) cannot
+-- cancel the runs made for it, so it must not change or remove it.
+local function readable(rec, kinds)
+  local kind = string.match(rec, '^%d+\n%-?%d+\n[^\n]*\n([^\n]*)')
+  return kind ~= nil and string.find(' ' .. kinds .. ' ', ' ' .. kind .. ' ', 1, true) ~= nil
+end
+
 -- Appends to `out` the superseded records of scheduler `key` kept in hash
 -- `hash` ('key\nversion' -> 'when superseded (µs)\nrecord'), as (field,
 -- value) pairs. The hash holds only records whose runs a call has not

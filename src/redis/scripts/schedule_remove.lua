@@ -1,7 +1,9 @@
 -- KEYS: the queue's job schedulers, their payloads, the last version of
 -- each removed key, records superseded whose runs are not yet known
 -- cancelled, and this call's answer. ARGV: key, token, 1 if a retry, the
--- answer's time to live (ms). Removes the scheduler, keeping its version
+-- answer's time to live (ms), the timetable kinds the caller reads.
+-- Answers {-1} and changes nothing if the caller cannot read the
+-- scheduler's timetable (it could not cancel its runs). Else removes the scheduler, keeping its version
 -- (a key added again goes on from it) and its record among the
 -- superseded. Answers {1 if there was one else 0, then the key's
 -- superseded records as (field, record) pairs: the caller cancels their
@@ -10,6 +12,7 @@ local kept = kept_answer(ARGV[3], KEYS[5])
 if kept then return kept end
 local key = ARGV[1]
 local old = redis.call('HGET', KEYS[1], key)
+if old and not readable(old, ARGV[5]) then return {-1} end
 local answer = {0}
 if old then
   local v = string.match(old, '^(%d+)\n')

@@ -4,7 +4,9 @@
 -- 'key\nversion' -> 'when superseded (µs)\nrecord'), and this call's answer, all under the
 -- queue's own tag. ARGV: key, timetable (a record's lines after the
 -- first two), payload, token, 1 if a retry, the answer's time to live
--- (ms).
+-- (ms), the timetable kinds the caller reads. Answers {-1} and changes
+-- nothing if the caller cannot read the scheduler's current timetable
+-- (it could not cancel its runs).
 -- A record is text, one field a line: version (one more at each change),
 -- horizon (µs: runs are made for the timetable's instants up to it), then
 -- the timetable (`schedule/timetable.rs`). A new or changed scheduler's
@@ -17,6 +19,7 @@ local kept = kept_answer(ARGV[5], KEYS[5])
 if kept then return kept end
 local key = ARGV[1]
 local old = redis.call('HGET', KEYS[1], key)
+if old and not readable(old, ARGV[7]) then return {-1} end
 -- A key added again goes on from its last version: its new runs' ids are
 -- never those its removal cancelled.
 local version = (tonumber(redis.call('HGET', KEYS[3], key)) or 0) + 1
