@@ -15,11 +15,15 @@ use crate::timer::Lateness;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Metrics {
-    /// Jobs this process scheduled (new ids).
+    /// Jobs this process scheduled (new ids). This includes the runs of
+    /// job schedulers that it made ahead, as a consumer process or in an
+    /// upsert.
     pub scheduled: u64,
-    /// Schedules refused because the id was known.
+    /// Schedules refused because the id was known. This includes a job
+    /// scheduler's run that another process had already made.
     pub duplicates: u64,
-    /// Cancels that won.
+    /// Cancels that won. This includes the runs that this process
+    /// cancelled for a job scheduler changed or removed.
     pub cancelled: u64,
     /// Reschedules that moved a job.
     pub rescheduled: u64,
