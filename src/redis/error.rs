@@ -55,7 +55,12 @@ pub enum QueueError {
     /// [`QueueBuilder::allow_eviction`](super::QueueBuilder::allow_eviction).
     EvictingServer(String),
     /// The delivery came from another queue: a consumer acks, nacks and
-    /// extends only its own queue's deliveries.
+    /// extends only its own queue's deliveries. A queue is its name and
+    /// its server as the connection named it (the URL's host as written,
+    /// the Sentinel service, or the Cluster's seeds): a delivery fetched
+    /// through `redis://localhost:6380` counts as another queue's for a
+    /// handle connected through `redis://127.0.0.1:6380`. Give every handle
+    /// of a queue the same connection settings.
     WrongQueue,
     /// The consumer was closed ([`Consumer::close`](super::Consumer::close)
     /// or dropped) while the call waited, or before it.
