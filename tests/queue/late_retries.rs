@@ -58,12 +58,7 @@ fn a_claim_retried_after_a_lease_still_gets_its_jobs_at_attempt_one() {
     proxy.lose_reply_to(b":claim:");
     let mut jobs = consumer.fetch(3, Duration::from_secs(6)).unwrap();
     assert_eq!(proxy.lost(), 1, "no claim reply was lost");
-    let dead: Vec<String> = direct
-        .dead_letters(10)
-        .unwrap()
-        .into_iter()
-        .map(|d| d.id)
-        .collect();
+    let dead = dead_ids(&direct);
     assert!(
         dead.is_empty(),
         "dead-lettered though nobody received them: {dead:?}"
@@ -121,14 +116,15 @@ fn a_claim_retried_after_a_lost_reply_counts_its_dead_letters() {
         .unwrap()
         .is_empty());
     assert_eq!(proxy.lost(), 1, "no claim reply was lost");
-    let dead: Vec<String> = direct
-        .dead_letters(10)
-        .unwrap()
-        .into_iter()
-        .map(|d| d.id)
-        .collect();
+    let dead = dead_ids(&direct);
     assert_eq!(dead, ["j"]);
     assert_eq!(queue.metrics().dead_lettered, 1, "{:?}", queue.metrics());
+}
+
+/// The ids of the first 10 dead letters.
+fn dead_ids(queue: &tickwheel::redis::Queue) -> Vec<String> {
+    let dead = queue.dead_letters(10).unwrap();
+    dead.into_iter().map(|d| d.id).collect()
 }
 
 /// Waits (up to 10 s) until `proxy` has lost `n` replies.

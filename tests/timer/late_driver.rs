@@ -80,6 +80,17 @@ fn gated(move_at: u32, moves: Duration, stall: usize) -> Gated {
 }
 
 impl Gated {
+    /// Files `loose` values 2 ms ahead with 1 ms of slack and a precise
+    /// one at 3 ms, then holds the driver in the pass at 1 ms.
+    fn hold_with_backlog(&self, loose: u32) {
+        let loose_class = self.timer.with_slack(MS);
+        for i in 0..loose {
+            loose_class.schedule(2 * MS, i).unwrap();
+        }
+        self.timer.schedule(3 * MS, GATE - 1).unwrap();
+        self.hold_driver(MS);
+    }
+
     /// Schedules the gate at `at` from now, moves the clock there and
     /// waits until the driver is held in that pass.
     fn hold_driver(&self, at: Duration) {
@@ -102,12 +113,7 @@ fn a_graceful_shutdown_fires_a_whole_loose_backlog_when_a_precise_timer_comes_du
     // The first loose hand-off takes the clock to the precise deadline.
     let gated = gated(LOOSE, MS, 0);
     let timer = &gated.timer;
-    let loose = timer.with_slack(MS);
-    for i in 0..LOOSE {
-        loose.schedule(2 * MS, i).unwrap();
-    }
-    timer.schedule(3 * MS, GATE - 1).unwrap();
-    gated.hold_driver(MS);
+    gated.hold_with_backlog(LOOSE);
     // The backlog is due before the last pass begins.
     gated.clock.advance(MS);
     let stopping = timer.clone();
@@ -167,12 +173,7 @@ fn sync_waits_for_a_due_backlog_that_a_precise_timer_cut_short() {
     // the first of the next pass waits for the check below.
     let gated = gated(LOOSE, MS, 257);
     let timer = &gated.timer;
-    let loose = timer.with_slack(MS);
-    for i in 0..LOOSE {
-        loose.schedule(2 * MS, i).unwrap();
-    }
-    timer.schedule(3 * MS, GATE - 1).unwrap();
-    gated.hold_driver(MS);
+    gated.hold_with_backlog(LOOSE);
     gated.clock.advance(MS);
     // The pass `sync` waits for starts once the gate opens, after `sync`
     // has begun (a late opening only makes the check weaker).
