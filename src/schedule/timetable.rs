@@ -321,6 +321,7 @@ impl Schedule {
 
     /// The timetable kinds [`decode`](Self::decode) reads in this build,
     /// separated by spaces.
+    #[cfg(feature = "redis")]
     pub(crate) const READABLE_KINDS: &'static str = if cfg!(feature = "cron") {
         "every cron"
     } else {
