@@ -10,7 +10,7 @@ use super::counters::bump;
 use super::keys::Token;
 use super::link::Io;
 use super::lua::lua;
-use super::ops::{int, keys_with};
+use super::ops::{array, int, keys_with};
 use super::outcome::Delivery;
 
 lua!(RELEASE, "release.lua", records);
@@ -36,9 +36,14 @@ pub(super) fn release_abandoned(io: &Io, part: usize, tokens: Vec<Token>) {
             for token in &tokens {
                 let mut cmd = RELEASE.command(&keys_with(keys, &[keys.of_token("claim", token)]));
                 cmd.arg(&keys.channel).arg(misfire);
-                if let Ok(back) = io.script(&RELEASE, &cmd).await {
-                    let back = int(&back).unwrap_or(0).max(0) as u64;
-                    bump(&io.ctx.counters.released, back);
+                if let Ok(answer) = io.script(&RELEASE, &cmd).await {
+                    let [back, dead, discarded, spread] = counts(answer);
+                    let c = &io.ctx.counters;
+                    bump(&c.released, back);
+                    // The claim's own work, whose answer nobody read.
+                    bump(&c.dead_lettered, dead);
+                    bump(&c.discarded, discarded);
+                    bump(&c.spread, spread);
                 }
             }
         }
@@ -62,11 +67,20 @@ pub(super) async fn release(io: &Io, jobs: &[Delivery]) {
             cmd.arg(&job.id).arg(job.fence);
             io.ctx.counters.held.settle(&job.id, job.fence);
         }
-        if let Ok(back) = io.script(&RELEASE, &cmd).await {
-            bump(
-                &io.ctx.counters.released,
-                int(&back).unwrap_or(0).max(0) as u64,
-            );
+        if let Ok(answer) = io.script(&RELEASE, &cmd).await {
+            bump(&io.ctx.counters.released, counts(answer)[0]);
         }
     }
+}
+
+/// `release.lua`'s answer: jobs handed back, then a given-up claim's
+/// dead-lettered, discarded and spread counts.
+fn counts(answer: redis::Value) -> [u64; 4] {
+    let mut out = [0; 4];
+    if let Ok(items) = array(answer) {
+        for (slot, item) in out.iter_mut().zip(&items) {
+            *slot = int(item).unwrap_or(0).max(0) as u64;
+        }
+    }
+    out
 }

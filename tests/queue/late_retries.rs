@@ -2,8 +2,9 @@
 //! the lossy proxy (`tests/support/redis_proxy.rs`) loses a reply after
 //! Redis acted, then keeps the client's new connections waiting, so the
 //! retry reaches Redis seconds later, well inside the retry window but
-//! after what the first attempt did has had time to run out. Each test
-//! failed before its fix.
+//! after what the first attempt did has had time to run out; and a claim
+//! given up on that runs once its frozen server resumes. Each test failed
+//! before its fix.
 
 use core::time::Duration;
 use std::time::Instant;
@@ -209,4 +210,44 @@ fn cancels_retried_twice_keep_every_winners_payload() {
     );
     assert_eq!(proxy.lost(), 3);
     assert_eq!(direct.len().unwrap(), (0, 0));
+}
+
+/// A claim given up on (its server frozen past the retry window) that
+/// runs once the server resumes does its work in Redis, and its answer
+/// is never read. It dead-lettered a job whose one attempt had run out,
+/// and `Metrics::dead_lettered` ("jobs dead-lettered by this process's
+/// claims") stayed 0: the release that hands back such a claim's jobs
+/// read only its jobs from its replay record, not its counts.
+#[test]
+fn a_claim_given_up_on_that_dead_letters_later_is_counted() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let options = || {
+        Queue::builder(&server.url(), "orders")
+            .lease(300 * MS)
+            .max_attempts(1)
+            .retry(500 * MS, 100 * MS)
+    };
+    let crashed = options().connect().unwrap();
+    let queue = options().connect().unwrap();
+    queue.schedule_in("j", Duration::ZERO, b"").unwrap();
+    let taken = crashed.consumer().unwrap().fetch(1, Duration::from_secs(2));
+    assert_eq!(taken.unwrap().len(), 1, "the first consumer got no job");
+    let consumer = queue.consumer().unwrap();
+    assert!(consumer.fetch(1, Duration::ZERO).unwrap().is_empty());
+    std::thread::sleep(400 * MS); // the first consumer's lease ran out
+    server.stop_signal();
+    // The claim waits in the frozen server's socket past the retry window.
+    let given_up = consumer.fetch(1, Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(1));
+    server.cont_signal();
+    assert!(given_up.is_err(), "the fetch did not give up: {given_up:?}");
+    // The next round runs, and hands back what the late claim leased.
+    let started = Instant::now();
+    while queue.metrics().dead_lettered == 0 && started.elapsed() < Duration::from_secs(5) {
+        let _ = consumer.fetch(1, 100 * MS);
+    }
+    assert_eq!(dead_ids(&queue), ["j"], "not the scenario: j not dead");
+    assert_eq!(queue.metrics().dead_lettered, 1, "{:?}", queue.metrics());
 }

@@ -7,17 +7,22 @@
 -- waits at its due time, keeping its place; under another it waits at
 -- now, since the claim found it on time and a due time from before (a
 -- redelivery's, after its lease ran out) must not make the next claim
--- take it for a missed job. Returns how many were handed back.
+-- take it for a missed job. Returns {how many were handed back, then the
+-- given-up claim's counts: dead-lettered, discarded, spread} (its jobs
+-- went to the dead letters, were discarded or spread in Redis, though its
+-- caller never read its answer; 0s without one).
 local n = (#ARGV - 2) / 2
 local ids, fences = {}, {}
 for i = 1, n do
   ids[i], fences[i] = ARGV[3 + (i - 1) * 2], tonumber(ARGV[4 + (i - 1) * 2])
 end
+local counts = {0, 0, 0}
 if KEYS[7] then
   -- A claim given up on: the jobs it leased, from its replay record.
   local saved = redis.call('GET', KEYS[7])
   if saved then
-    local held = cmsgpack.unpack(saved)
+    local held, c = cmsgpack.unpack(saved)
+    if c then counts = c end
     for i = 1, #held, 2 do
       n = n + 1
       ids[n], fences[n] = held[i], held[i + 1]
@@ -48,4 +53,4 @@ if back > 0 then
   hint(ARGV[1], first, before) -- before the writes (schedule.lua says why)
   flush()
 end
-return back
+return {back, counts[1], counts[2], counts[3]}
