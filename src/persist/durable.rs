@@ -3,9 +3,10 @@
 //! file the user names (format in `format.rs`).
 //!
 //! The guarantee and the order of writes are stated on [`DurableTimer`],
-//! where users read them. The file side is in `journal.rs`; keyed jobs
-//! (by a name of the caller's) in `keyed.rs`; the file's upkeep (size,
-//! compaction, unreported failures) in `upkeep.rs`.
+//! where users read them. The file side is in `journal.rs`; cancel and
+//! reset in `turns.rs`; keyed jobs (by a name of the caller's) in
+//! `keyed.rs`; the file's upkeep (size, compaction, unreported failures)
+//! in `upkeep.rs`.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -32,6 +33,7 @@ use super::lock::{journal_path, JournalLock};
 use super::payload::Payload;
 use super::recurring::sort_pending;
 use super::schedulers::Schedulers;
+use super::turns::Turns;
 use super::{MisfirePolicy, Outcome, PendingJob, Snapshot};
 use crate::event::event;
 use crate::metrics::metric;
@@ -113,6 +115,8 @@ pub struct DurableTimer<T: Send + 'static> {
     pub(super) keys: Arc<Keys>,
     /// Job schedulers by key (`schedulers.rs`).
     pub(super) schedulers: Arc<Schedulers<T>>,
+    /// Cancels and resets take turns per job (`turns.rs`).
+    pub(super) turns: Turns,
 }
 
 impl<T> DurableTimer<T>
@@ -249,6 +253,7 @@ where
             flusher,
             keys,
             schedulers: recurring,
+            turns: Turns::default(),
         };
         let ids: Vec<(u64, Option<Arc<str>>)> = jobs
             .iter()
@@ -374,81 +379,6 @@ where
                 Err(err.map(|job| job.value))
             }
         }
-    }
-
-    /// Cancels a job: `Some(value)` if it will never run, `None` if it has
-    /// run or is running, or the handle is stale. The job is held first
-    /// (it cannot fire while the cancel is written), then the cancel goes
-    /// in the journal, then the job leaves the timer: so a cancelled job
-    /// never comes back after a restart, and a job whose cancel answered
-    /// `None` was taken to run before anything was written, so a crash
-    /// before its handler returns still runs it again. If the journal
-    /// cannot take the cancel (a full disk), the answer is `None` and the
-    /// job stays pending at its due time (counted in
-    /// [`write_errors`](Self::write_errors)).
-    ///
-    /// ```
-    /// # let dir = std::env::temp_dir().join(format!("tickwheel-cancel-doc-{}", std::process::id()));
-    /// # std::fs::create_dir_all(&dir)?;
-    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Always, &Default::default(), |_| {})?;
-    /// let job = jobs.schedule(std::time::Duration::from_secs(900), 17)?;
-    /// assert_eq!(jobs.cancel(job), Some(17));
-    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn cancel(&self, handle: DurableHandle) -> Option<T> {
-        // Held, it cannot fire during the journal's write: before, a fire
-        // then won the race after the journal said cancelled, and a crash
-        // before its handler returned lost the job.
-        let due = self.timer.hold(handle.handle)?;
-        if !self.log.append_or_refuse(Record::Cancel { id: handle.id }) {
-            self.timer.unhold(handle.handle, due);
-            return None; // the job stays pending
-        }
-        self.timer.cancel(handle.handle).map(|job| {
-            if let Some(key) = &job.key {
-                self.keys.release(key, job.id);
-            }
-            metric!(self.log.metrics.cancelled.increment(1));
-            job.value
-        })
-    }
-
-    /// Moves a pending job to `delay` from now; `false` if it has run, is
-    /// running, or the handle is stale, or if `delay` takes the due time
-    /// past what the clock can represent (`Duration::MAX`) or the journal
-    /// cannot take the reset (a full disk): the job then keeps the time it
-    /// had.
-    ///
-    /// ```
-    /// # let dir = std::env::temp_dir().join(format!("tickwheel-reset-doc-{}", std::process::id()));
-    /// # std::fs::create_dir_all(&dir)?;
-    /// # let (jobs, _) = tickwheel::persist::DurableTimer::<u64>::open(dir.join("j"), tickwheel::persist::SyncPolicy::Always, &Default::default(), |_| {})?;
-    /// let job = jobs.schedule(std::time::Duration::from_secs(900), 17)?;
-    /// assert!(jobs.reset(job, std::time::Duration::from_secs(1800)));
-    /// # drop(jobs); std::fs::remove_dir_all(&dir)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn reset(&self, handle: DurableHandle, delay: Duration) -> bool {
-        if !self.timer.is_pending(handle.handle) {
-            return false;
-        }
-        let (now, wall) = self.timer.clock_now();
-        let (Some(due), Some(deadline)) = (wall.checked_add(delay), now.checked_add(delay)) else {
-            // Refused: the job keeps the time it had.
-            return false;
-        };
-        if !self
-            .log
-            .append_or_refuse(Record::Reset { id: handle.id, due })
-        {
-            return false;
-        }
-        let moved = self.timer.reset_at(handle.handle, deadline);
-        metric!(if moved {
-            self.log.metrics.rescheduled.increment(1);
-        });
-        moved
     }
 
     /// Jobs pending in the timer.

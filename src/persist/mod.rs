@@ -75,6 +75,7 @@ mod restore;
 mod schedulers;
 mod snapshot;
 mod summary;
+mod turns;
 mod upkeep;
 
 pub use decode::Damage;

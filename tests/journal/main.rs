@@ -7,6 +7,7 @@ extern crate alloc;
 #[path = "../support/children.rs"]
 mod children;
 mod journal;
+mod journal_audit;
 mod journal_full_disk;
 mod journal_keys;
 mod journal_missed;

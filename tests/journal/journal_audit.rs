@@ -1,0 +1,88 @@
+//! An audit's findings on `DurableTimer`, each a test that failed before
+//! its fix: calls racing each other or a job's run, where the journal
+//! and the answers must agree.
+
+use alloc::sync::Arc;
+use core::time::Duration;
+use std::sync::{Barrier, Mutex};
+use std::time::Instant;
+
+use tickwheel::persist::{DurableTimer, MisfirePolicy, SyncPolicy};
+
+use crate::scratch::Scratch;
+
+/// Values whose handler started, and those whose handler returned.
+type Log = Arc<Mutex<Vec<u64>>>;
+
+/// A timer on `path` whose handler is slow, so that a run is caught with
+/// its handler started and not returned (a crash then must run it again).
+fn open_slow(path: &std::path::Path) -> (DurableTimer<u64>, Log, Log) {
+    let started: Log = Arc::default();
+    let done: Log = Arc::default();
+    let (s, d) = (Arc::clone(&started), Arc::clone(&done));
+    let (timer, _) = DurableTimer::open(
+        path,
+        SyncPolicy::Always,
+        &MisfirePolicy::default(),
+        move |job: u64| {
+            s.lock().unwrap().push(job);
+            std::thread::sleep(Duration::from_millis(20));
+            d.lock().unwrap().push(job);
+        },
+    )
+    .unwrap();
+    (timer, started, done)
+}
+
+fn settle(started: &Log, done: &Log) {
+    while started.lock().unwrap().len() != done.lock().unwrap().len() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A reset and a cancel of one job from two threads. The cancel held the
+/// job while it wrote, but the reset moved the held job back into play
+/// (to now), so it fired during the cancel's write: the cancel answered
+/// `None` ("it was taken to run") while the journal said cancelled, and a
+/// crash before its handler returned lost the job. Now the two take
+/// turns: whenever a cancel answers `None` and the handler has not
+/// returned, the journal still holds the job.
+#[test]
+fn a_reset_racing_a_cancel_never_leaves_a_running_job_cancelled_in_the_journal() {
+    let dir = Scratch::new("cancel-reset");
+    let (timer, started, done) = open_slow(&dir.path("j"));
+    let timer = Arc::new(timer);
+    let began = Instant::now();
+    let mut rounds = 0;
+    while rounds < 300 && began.elapsed() < Duration::from_secs(8) {
+        rounds += 1;
+        let job = rounds;
+        let handle = timer.schedule(Duration::from_secs(3600), job).unwrap();
+        let go = Arc::new(Barrier::new(2));
+        let resetter = {
+            let (timer, go) = (Arc::clone(&timer), Arc::clone(&go));
+            std::thread::spawn(move || {
+                go.wait();
+                timer.reset(handle, Duration::ZERO)
+            })
+        };
+        go.wait();
+        let cancelled = timer.cancel(handle);
+        resetter.join().unwrap();
+        if cancelled.is_some() {
+            assert!(!started.lock().unwrap().contains(&job), "{job} ran");
+        } else {
+            let journaled = timer
+                .journaled(None, 100)
+                .iter()
+                .any(|j| j.id == handle.id());
+            let returned = done.lock().unwrap().contains(&job);
+            assert!(
+                journaled || returned,
+                "job {job}: its cancel answered None, its handler has not returned, \
+                 and the journal no longer holds it: a crash now would lose it"
+            );
+        }
+        settle(&started, &done);
+    }
+}
