@@ -49,7 +49,7 @@ use crate::timer::{Clock, ScheduleError, ScheduleErrorKind, SystemClock, Timer};
 /// |------|---------|------|
 /// | `schedule` | `schedule(id, due, payload)` | the job joins the timer; `schedule` returns |
 /// | `cancel` | the job is held (it cannot fire), then `cancel(id)` | the job leaves the timer |
-/// | `reset` | `reset(id, due)` | the job moves |
+/// | `reset` | the job is held (it cannot fire), then `reset(id, due)` | the job moves |
 /// | a job fires | nothing | the handler runs, and when it returns: `done(id)` |
 /// | `open` | a compacted file: the id watermark and the pending jobs | the jobs are restored |
 /// | the file outgrows its jobs | the same compaction, at run time | appends go on in the new file |

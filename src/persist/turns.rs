@@ -1,7 +1,7 @@
-//! Cancelling and moving a [`DurableTimer`]'s jobs. A cancel holds its
-//! job (it cannot fire) while the cancel is written; a cancel and a reset
-//! of one job take turns ([`Turns`]), so that a reset cannot move a job
-//! that a cancel holds, and the job fire while its cancel is written.
+//! Cancelling and moving a [`DurableTimer`]'s jobs. A cancel or a reset
+//! holds its job (it cannot fire) while its record is written, and the
+//! two take turns on one job ([`Turns`]), so that neither moves a job the
+//! other holds: a job never fires while a record about it is written.
 
 use alloc::collections::BTreeSet;
 use core::time::Duration;
@@ -100,7 +100,11 @@ where
     /// running, or the handle is stale, or if `delay` takes the due time
     /// past what the clock can represent (`Duration::MAX`) or the journal
     /// cannot take the reset (a full disk): the job then keeps the time it
-    /// had.
+    /// had, in the timer and in the journal. As for a cancel, the job is
+    /// held (it cannot fire) while the reset is written, so a reset that
+    /// answers `false` because the job was taken to run has written
+    /// nothing, and a crash before its handler returns runs it again at
+    /// once, not at the time the reset asked for.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("tickwheel-reset-doc-{}", std::process::id()));
@@ -113,20 +117,25 @@ where
     /// ```
     pub fn reset(&self, handle: DurableHandle, delay: Duration) -> bool {
         let _turn = self.turns.take(handle.id);
-        if !self.timer.is_pending(handle.handle) {
-            return false;
-        }
         let (now, wall) = self.timer.clock_now();
         let (Some(due), Some(deadline)) = (wall.checked_add(delay), now.checked_add(delay)) else {
             // Refused: the job keeps the time it had.
             return false;
         };
+        // Held, it cannot fire during the journal's write: before, a fire
+        // then won the race after the journal had moved the job, and a
+        // crash before its handler returned ran it again at the new time.
+        let Some(held_at) = self.timer.hold(handle.handle) else {
+            return false; // run, running or stale: nothing is written
+        };
         if !self
             .log
             .append_or_refuse(Record::Reset { id: handle.id, due })
         {
+            self.timer.unhold(handle.handle, held_at);
             return false;
         }
+        // Held, and its turn ours: nothing can have taken it meanwhile.
         let moved = self.timer.reset_at(handle.handle, deadline);
         metric!(if moved {
             self.log.metrics.rescheduled.increment(1);

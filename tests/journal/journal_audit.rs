@@ -86,3 +86,54 @@ fn a_reset_racing_a_cancel_never_leaves_a_running_job_cancelled_in_the_journal()
         settle(&started, &done);
     }
 }
+
+/// Resets each job about when it falls due, so that the fire often lands
+/// while the reset is being written. A reset that answers `false` (the job
+/// was taken to run) must leave the journal as it was: the job at its own
+/// due time until its handler returns. Before, the reset went into the
+/// journal first and the fire won the race during the sync: `false`, yet
+/// the journal had moved the job an hour on, and a crash before its
+/// handler returned ran it again an hour late.
+#[test]
+fn a_reset_that_loses_to_the_fire_writes_nothing() {
+    let dir = Scratch::new("reset-race");
+    let (timer, started, done) = open_slow(&dir.path("j"));
+    let (mut lost_races, mut seed) = (0, 0x2545_F491_4F6C_DD1Du64);
+    let began = Instant::now();
+    for job in 0..400u64 {
+        if began.elapsed() > Duration::from_secs(8) {
+            break;
+        }
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let delay = Duration::from_micros(200 + seed % 2_000);
+        let handle = timer.schedule(delay, job).unwrap();
+        let journaled_due = || {
+            timer
+                .journaled(None, 100)
+                .into_iter()
+                .find(|j| j.id == handle.id())
+                .map(|j| j.due)
+        };
+        let due = journaled_due().unwrap();
+        std::thread::sleep(delay.saturating_sub(Duration::from_micros(seed % 600)));
+        if timer.reset(handle, Duration::from_secs(3600)) {
+            assert_eq!(timer.cancel(handle), Some(job));
+            continue;
+        }
+        lost_races += 1;
+        let returned = done.lock().unwrap().contains(&job);
+        let now_due = journaled_due();
+        assert!(
+            returned || now_due == Some(due),
+            "job {job}: its reset answered false and its handler has not returned, \
+             but the journal has it due at {now_due:?}, not {due:?}"
+        );
+        settle(&started, &done);
+    }
+    assert!(
+        lost_races > 0,
+        "no reset lost a race: the test proved nothing"
+    );
+}
