@@ -203,7 +203,12 @@ where
         key: Arc<str>,
         handle: DurableHandle,
     ) -> Option<KeyedJob> {
-        let deadline = self.timer.deadline(handle.handle)?;
+        // A cancel or reset in progress holds the job at the end of time:
+        // its turn first, so the due time read is the job's own.
+        let deadline = {
+            let _turn = self.turns.take(handle.id);
+            self.timer.deadline(handle.handle)?
+        };
         let due = match deadline.checked_duration_since(now) {
             Some(ahead) => wall.checked_add(ahead)?,
             None => wall.checked_sub(now.duration_since(deadline))?,

@@ -137,3 +137,38 @@ fn a_reset_that_loses_to_the_fire_writes_nothing() {
         "no reset lost a race: the test proved nothing"
     );
 }
+
+/// A reset (or cancel) holds its job at the end of time while it writes;
+/// a keyed job read meanwhile must still show its own due time, never
+/// that hold, and never be missing.
+#[test]
+fn a_keyed_job_read_during_its_resets_shows_its_own_due_time() {
+    use core::sync::atomic::{AtomicBool, Ordering};
+    let dir = Scratch::new("keyed-due");
+    let (timer, _, _) = open_slow(&dir.path("j"));
+    let timer = Arc::new(timer);
+    timer
+        .schedule_keyed("order", Duration::from_secs(3600), 1)
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let resetter = {
+        let (timer, stop) = (Arc::clone(&timer), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                assert!(timer.reset_key("order", Duration::from_secs(3600)));
+            }
+        })
+    };
+    for _ in 0..20_000 {
+        let limit = std::time::SystemTime::now() + Duration::from_secs(7200);
+        let job = timer.keyed_job("order");
+        let listed = timer.keyed(None, 10);
+        assert!(
+            job.is_some_and(|job| job.due < limit) && listed.iter().all(|job| job.due < limit),
+            "a keyed job read during a reset showed the hold, or was missing"
+        );
+        assert_eq!(listed.len(), 1);
+    }
+    stop.store(true, Ordering::Relaxed);
+    resetter.join().unwrap();
+}
