@@ -242,19 +242,21 @@ where
         let builder = builder.publish(log.metrics.timer());
         let timer = builder.build().map_err(JournalError::Build)?;
         *recurring.timer.lock() = Some(timer.clone());
-        let flusher = match sync {
-            SyncPolicy::Every(every) => Some(spawn_flusher(Arc::clone(&log), every)?),
-            _ => None,
-        };
-        let durable = DurableTimer {
+        let mut durable = DurableTimer {
             timer,
             log,
             next_id: AtomicU64::new(next_id),
-            flusher,
+            flusher: None,
             keys,
             schedulers: recurring,
             turns: Turns::default(),
         };
+        if let SyncPolicy::Every(every) = sync {
+            // Spawned once the timer is owned: if it fails, dropping
+            // `durable` stops the timer and unlocks the journal (the
+            // schedulers' handle on the timer would otherwise keep both).
+            durable.flusher = Some(spawn_flusher(Arc::clone(&durable.log), every)?);
+        }
         let ids: Vec<(u64, Option<Arc<str>>)> = jobs
             .iter()
             .map(|job| (job.value.id, job.value.key.clone()))
