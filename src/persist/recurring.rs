@@ -242,7 +242,10 @@ where
         for f in found {
             let Some(first) = first_at_open(&f.schedule, micros(f.due), micros(wall)) else {
                 // No instant left: it ended while the journal was closed.
-                let _ = self.log.append(Record::Done { id: f.id });
+                // Unwritten, the next open finds the same and tries again.
+                if self.log.append(Record::Done { id: f.id }).is_err() {
+                    self.log.write_failed();
+                }
                 continue;
             };
             let due = micros(f.due);
