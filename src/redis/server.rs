@@ -11,6 +11,7 @@ use core::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, PubSub};
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::io::tcp::{socket2, TcpSettings};
 use redis::{Client, Cmd, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisFuture, Value};
 
@@ -334,25 +335,66 @@ impl ConnectionLike for Conn {
 }
 
 /// The server's `maxmemory-policy`, or `None` if it will not say (a
-/// managed Redis that renames `CONFIG`, an ACL user without `INFO`).
+/// managed Redis that renames `CONFIG`, an ACL user without `INFO`). On a
+/// cluster every master is asked (a plain `CONFIG GET` goes to one node at
+/// random, so a cluster with one evicting master passed most connects),
+/// and an evicting master's policy wins: any master may hold a partition
+/// (or the queue's keys after a resharding).
 pub(super) async fn eviction_policy(conn: &mut Conn) -> Option<String> {
     let mut config = redis::cmd("CONFIG");
     config.arg("GET").arg("maxmemory-policy");
-    if let Ok(value) = config.query_async::<Value>(conn).await {
-        if let Some(policy) = config_value(&value) {
-            return Some(policy);
-        }
-    }
     let mut info = redis::cmd("INFO");
     info.arg("memory");
-    let text: String = info.query_async(conn).await.ok()?;
+    let mut policies = Vec::new();
+    if let Conn::Cluster(cluster) = conn {
+        let every = || RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+        let nodes = match cluster.route_command(config, every()).await {
+            Ok(Value::Map(nodes)) => nodes,
+            _ => Vec::new(),
+        };
+        for (_, answer) in &nodes {
+            policies.extend(config_value(answer));
+        }
+        if policies.is_empty() || policies.len() < nodes.len() {
+            // Some node would not say by `CONFIG`: ask them all by `INFO`.
+            if let Ok(Value::Map(nodes)) = cluster.route_command(info, every()).await {
+                policies.extend(nodes.iter().filter_map(|(_, text)| info_value(text)));
+            }
+        }
+    } else {
+        if let Ok(value) = config.query_async::<Value>(conn).await {
+            policies.extend(config_value(&value));
+        }
+        if policies.is_empty() {
+            let text: Option<String> = info.query_async(conn).await.ok();
+            policies.extend(text.and_then(|text| policy_in_info(&text)));
+        }
+    }
+    let evicting = policies.iter().position(|p| evicts_queue_keys(p));
+    match evicting {
+        Some(at) => Some(policies.swap_remove(at)),
+        None => policies.into_iter().next(),
+    }
+}
+
+/// `INFO memory`'s `maxmemory_policy`.
+fn policy_in_info(text: &str) -> Option<String> {
     text.lines()
         .find_map(|line| line.strip_prefix("maxmemory_policy:"))
         .map(|policy| policy.trim().to_string())
 }
 
-/// `CONFIG GET`'s answer, in RESP2 (a pair), RESP3 (a map), or from a
-/// cluster (one of either per node; any node will do).
+/// One node's `INFO` answer's policy.
+fn info_value(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(text) => policy_in_info(&String::from_utf8_lossy(text)),
+        Value::VerbatimString { text, .. } => policy_in_info(text),
+        Value::SimpleString(text) => policy_in_info(text),
+        _ => None,
+    }
+}
+
+/// `CONFIG GET`'s answer, in RESP2 (a pair) or RESP3 (a map).
 fn config_value(value: &Value) -> Option<String> {
     match value {
         Value::Array(items) => match items.as_slice() {

@@ -27,6 +27,7 @@ mod fetch_promises;
 mod harness;
 mod late_retries;
 mod listing;
+mod ops_audit;
 mod partitions;
 mod payloads;
 mod priority;

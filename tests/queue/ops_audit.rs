@@ -1,0 +1,48 @@
+//! An operator's audit of the queue's surface: connecting to a Redis
+//! Cluster, partitions, and the calls that inspect and repair a queue.
+
+use tickwheel::redis::{Queue, QueueError};
+
+use crate::redis_cluster::RedisCluster;
+
+fn seeds(cluster: &RedisCluster) -> Vec<String> {
+    cluster.urls()
+}
+
+/// A cluster one master of which may evict keys is refused, whichever
+/// node the client happens to ask: the queue's partitions may live on
+/// that master. The policy was read from one node at random, so most
+/// connects went through.
+#[test]
+fn a_cluster_with_one_evicting_node_is_refused_every_time() {
+    let Some(cluster) = RedisCluster::start_or_skip() else {
+        return;
+    };
+    // A master other than the one that holds the queue's own keys
+    // (`orders` is in slot 105).
+    let home = cluster.master_of(105).expect("a master for slot 105");
+    let other = [0, 5_000, 10_000, 16_383]
+        .into_iter()
+        .filter_map(|slot| cluster.master_of(slot))
+        .find(|&m| m != home)
+        .expect("another master");
+    let evicting = &cluster.nodes[other];
+    evicting.command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    let urls = seeds(&cluster);
+    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
+    for attempt in 0..12 {
+        let err = Queue::cluster_builder(&seeds, "orders")
+            .connect()
+            .map(|_| ())
+            .unwrap_err();
+        assert!(
+            matches!(&err, QueueError::EvictingServer(policy) if policy == "allkeys-lru"),
+            "attempt {attempt}: {err:?}"
+        );
+    }
+    let queue = Queue::cluster_builder(&seeds, "orders")
+        .allow_eviction(true)
+        .connect()
+        .unwrap();
+    assert_eq!(queue.eviction_policy(), Some("allkeys-lru"));
+}
