@@ -235,9 +235,9 @@ impl QueueBuilder {
     /// shorter than the I/O timeout ([`retry`](Self::retry)).
     ///
     /// The waits run on a connection of their own, so a slow replica holds
-    /// up schedules only, never claims, acks or cancels. On a Redis
-    /// Cluster the wait goes to every master and counts the least of
-    /// their replicas, so every shard needs `replicas` of them.
+    /// up schedules only, never claims, acks or cancels. On a Redis Cluster
+    /// the wait rides the schedule's pipeline to its partition's master and
+    /// counts that master's replicas: every shard needs `replicas` of them.
     ///
     /// ```
     /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");
