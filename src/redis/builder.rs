@@ -64,10 +64,10 @@ impl Queue {
     }
 
     /// A builder for the queue `name` on a Redis Cluster reached through
-    /// any of `nodes` (URLs as for [`builder`](Queue::builder)).
+    /// any of `nodes` (URLs as for [`builder`](Queue::builder), all
+    /// `redis://` or all `rediss://`: a mix is a [`QueueError::Connect`]).
     /// redis-rs's cluster client follows `MOVED` and `ASK` and refreshes
-    /// the slot map; the queue's keys share one hash tag, so each script
-    /// runs on one node.
+    /// the slot map; each script runs on one node (one hash tag).
     ///
     /// ```
     /// let b = tickwheel::redis::Queue::cluster_builder(

@@ -40,11 +40,20 @@ impl Target {
                 "a cluster needs at least one seed node",
             )));
         }
-        nodes
+        let nodes: Vec<ConnectionInfo> = nodes
             .iter()
             .map(|url| parse(url))
-            .collect::<Result<_, _>>()
-            .map(Target::Cluster)
+            .collect::<Result<_, _>>()?;
+        // redis-rs's cluster client has one TLS mode for every node: a mix
+        // once made it TLS for all, and a plain node failed its handshake
+        // for the whole retry window.
+        let tls = |info: &ConnectionInfo| matches!(info.addr(), ConnectionAddr::TcpTls { .. });
+        if nodes.iter().any(|info| tls(info) != tls(&nodes[0])) {
+            return Err(QueueError::Connect(String::from(
+                "a cluster's seed nodes are all redis:// or all rediss://",
+            )));
+        }
+        Ok(Target::Cluster(nodes))
     }
 
     /// The nodes as given, without credentials: what a delivery's queue is
@@ -446,6 +455,7 @@ mod tests {
         assert_eq!(t.describe(), "redis+unix:///tmp/redis.sock?db=2");
         assert!(Target::single("http://x").is_err());
         assert!(Target::cluster(&[]).is_err());
+        assert!(Target::cluster(&["redis://a:1", "rediss://b:2"]).is_err());
         let t = Target::cluster(&["redis://b:2", "redis://a:1"]).unwrap();
         assert_eq!(t.describe(), "cluster[redis://a:1/0,redis://b:2/0]");
     }

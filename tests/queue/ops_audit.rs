@@ -1,6 +1,8 @@
 //! An operator's audit of the queue's surface: connecting to a Redis
 //! Cluster, partitions, and the calls that inspect and repair a queue.
 
+use core::time::Duration;
+
 use tickwheel::redis::{Queue, QueueError};
 
 use crate::redis_cluster::RedisCluster;
@@ -45,4 +47,22 @@ fn a_cluster_with_one_evicting_node_is_refused_every_time() {
         .connect()
         .unwrap();
     assert_eq!(queue.eviction_policy(), Some("allkeys-lru"));
+}
+
+/// Seeds of one cluster given partly as `redis://` and partly as
+/// `rediss://` are a clear error at once, as Sentinel's are: the cluster
+/// client has one TLS mode, and the queue used TLS for every node if any
+/// seed asked for it, so a plain cluster answered a TLS handshake and the
+/// connect retried for the whole window before giving up as unavailable.
+#[test]
+fn cluster_seeds_mixing_tls_and_plain_are_refused_at_once() {
+    let err = Queue::cluster_builder(&["redis://127.0.0.1:1", "rediss://127.0.0.1:2"], "q")
+        .retry(Duration::from_millis(300), Duration::from_millis(100))
+        .connect()
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        matches!(&err, QueueError::Connect(why) if why.contains("rediss://")),
+        "{err:?}"
+    );
 }
