@@ -66,3 +66,44 @@ fn cluster_seeds_mixing_tls_and_plain_are_refused_at_once() {
         "{err:?}"
     );
 }
+
+/// `watch` whose reader goes away (`watch --json | head -1`, a `jq` that
+/// quits) ends: the tool ignored the closed pipe's write errors and went
+/// on polling Redis every refresh, for ever, with no one reading.
+#[test]
+fn watch_ends_when_its_reader_goes_away() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let Some(server) = crate::redis_server::RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = crate::queues::builder(&server).connect().unwrap();
+    queue.schedule_in("w", Duration::ZERO, b"x").unwrap();
+    let target = crate::admin_tool::queue_args(&server);
+    let mut child = Command::new(crate::admin_tool::BIN)
+        .args(&target)
+        .args(["--json", "watch", "--every", "20ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    reader.read_line(&mut first).unwrap();
+    assert!(first.contains("\"watch\""), "{first}");
+    drop(reader);
+    // It runs until it writes its next frames into the closed pipe.
+    let give_up = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > give_up {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("watch still ran 20 s after its reader went away");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}

@@ -5,7 +5,7 @@
 //! twice its pending jobs past 1 MiB).
 
 use core::time::Duration;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Instant, SystemTime};
 
@@ -92,7 +92,5 @@ fn show(
         s.bytes,
         damaged
     ));
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
-    let _ = stdout.flush();
+    crate::output::write_out(&text);
 }

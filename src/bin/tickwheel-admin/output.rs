@@ -19,10 +19,9 @@ impl Out {
     /// Prints one record: a JSON line, or `key=value` text on one line,
     /// where a field with no value (a last page's cursor) is left out.
     pub(crate) fn record(&self, fields: &[(&str, Value)]) {
-        let line = self.line(fields);
-        let mut stdout = std::io::stdout().lock();
-        // A closed pipe (`| head`) is not an error worth a message.
-        let _ = writeln!(stdout, "{line}");
+        let mut line = self.line(fields);
+        line.push('\n');
+        write_out(&line);
     }
 
     /// One record's line. In text, control characters in a value (an id,
@@ -46,6 +45,20 @@ impl Out {
                 .collect::<Vec<_>>()
                 .join("  ")
         }
+    }
+}
+
+/// Writes `text` to stdout. A reader that went away (`| head`, a `jq`
+/// that quit) ends the tool quietly, with exit 0, as the pipe's signal
+/// ends other tools: it is not an error worth a message, and `watch`, which
+/// once ignored it, polled Redis for ever with no one reading.
+pub(crate) fn write_out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+    if written.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+        std::process::exit(0);
     }
 }
 

@@ -7,7 +7,7 @@
 
 use alloc::collections::VecDeque;
 use core::time::Duration;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
@@ -212,9 +212,7 @@ fn show(frame: &Frame, sparkline: &str, ansi: bool, out: &Out) {
         "next due {}\nlive, last minute {sparkline}\n",
         frame.next_due.text()
     ));
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
-    let _ = stdout.flush();
+    crate::output::write_out(&text);
 }
 
 #[cfg(test)]
