@@ -48,7 +48,9 @@ pub enum QueueError {
     /// The options cannot work (a zero lease, say).
     Config(&'static str),
     /// The server cannot be used as given: a URL that does not parse, TLS
-    /// certificates that cannot be read, a refused password.
+    /// certificates that cannot be read, a refused password, a Redis
+    /// Cluster node reached as one server (`Queue::builder`) that answers
+    /// `MOVED` for the queue's keys (use `Queue::cluster_builder`).
     Connect(String),
     /// The server may evict keys (`maxmemory-policy`, named here), which
     /// would silently lose jobs; see

@@ -171,6 +171,12 @@ impl Io {
             if !worth_retrying(&err) {
                 return Err(QueueError::Server(err.to_string()));
             }
+            if redirected(conn, &err) {
+                return Err(QueueError::Connect(alloc::format!(
+                    "{err}: the server is a Redis Cluster node that does not serve \
+                     this queue's keys; reach a cluster with Queue::cluster_builder"
+                )));
+            }
             bump(&self.ctx.counters.failures, 1);
             if started.elapsed() >= options.retry_for {
                 event!(
@@ -254,6 +260,14 @@ pub(super) fn worth_retrying(err: &RedisError) -> bool {
         return true;
     }
     !matches!(err.retry_method(), RetryMethod::NoRetry)
+}
+
+/// Whether `err` redirects a call on a connection that cannot follow it: a
+/// cluster node's `MOVED` or `ASK` to a client built for one server (it
+/// was retried as if the server were down, for the whole retry window).
+fn redirected(conn: &Conn, err: &RedisError) -> bool {
+    use redis::ServerErrorKind::{Ask, Moved};
+    !matches!(conn, Conn::Cluster(_)) && matches!(err.kind(), ErrorKind::Server(Moved | Ask))
 }
 
 /// Whether an error says the credentials are wrong or missing: a refused

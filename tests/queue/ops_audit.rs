@@ -107,3 +107,30 @@ fn watch_ends_when_its_reader_goes_away() {
     };
     assert!(status.success(), "{status:?}");
 }
+
+/// `Queue::builder` pointed at one node of a Redis Cluster that does not
+/// hold the queue's slot (a careless URL: `cluster_builder` was meant) is
+/// a clear error at once: the node's `MOVED` answers were retried as if
+/// the server were down, for the whole retry window, and then reported as
+/// "redis unavailable".
+#[test]
+fn a_cluster_node_reached_as_a_single_server_is_a_clear_error() {
+    let Some(cluster) = RedisCluster::start_or_skip() else {
+        return;
+    };
+    let home = cluster.master_of(105).expect("a master for slot 105");
+    let other = [0, 5_000, 10_000, 16_383]
+        .into_iter()
+        .filter_map(|slot| cluster.master_of(slot))
+        .find(|&m| m != home)
+        .expect("another master");
+    let err = Queue::builder(&cluster.nodes[other].url(), "orders")
+        .retry(Duration::from_secs(2), Duration::from_secs(1))
+        .connect()
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        matches!(&err, QueueError::Connect(why) if why.contains("cluster_builder")),
+        "{err:?}"
+    );
+}
