@@ -134,3 +134,29 @@ fn a_cluster_node_reached_as_a_single_server_is_a_clear_error() {
         "{err:?}"
     );
 }
+
+/// The admin tool opens a queue on a server whose eviction policy may
+/// lose its keys: that is when an operator most needs to look in and drain
+/// it. It refused with "allow it explicitly", and it has no way to allow
+/// it. It now says so on stderr and goes on.
+#[test]
+fn the_admin_tool_opens_a_queue_on_an_evicting_server_and_warns() {
+    use crate::redis_server::{Config, RedisServer};
+    let Some(server) =
+        RedisServer::start_with_or_skip(Config::new().config("maxmemory-policy", "allkeys-lru"))
+    else {
+        return;
+    };
+    let queue = crate::queues::builder(&server)
+        .allow_eviction(true)
+        .connect()
+        .unwrap();
+    queue
+        .schedule_in("w", Duration::from_secs(60), b"x")
+        .unwrap();
+    let target = crate::admin_tool::queue_args(&server);
+    let stats = crate::admin_tool::run(&crate::admin_tool::strs(&target), &["stats"]);
+    assert_eq!(stats.code, 0, "{}", stats.stderr);
+    assert_eq!(stats.one("stats")["live"], 1);
+    assert!(stats.stderr.contains("allkeys-lru"), "{}", stats.stderr);
+}

@@ -42,12 +42,24 @@ fn main() -> ExitCode {
     let done = match (builder, &cli.journal) {
         // An admin tool inspects queues: it creates none (a mistyped name
         // would store a partition count that later builders must match),
-        // and forgets no ended jobs by its own retention.
+        // and forgets no ended jobs by its own retention. It opens one on a
+        // server that may evict its keys (when an operator most needs to
+        // look in and drain it; it once refused, with no way to allow it),
+        // and says so.
         (Some((builder, name)), None) => builder
             .existing_only()
+            .allow_eviction(true)
             .connect()
             .map_err(|err| format!("cannot open queue {name:?}: {err}"))
-            .and_then(|queue| queue_commands::run(&queue, cli.command, &out)),
+            .and_then(|queue| {
+                if let Some(policy) = queue.eviction_policy().filter(|p| p.starts_with("allkeys")) {
+                    eprintln!(
+                        "tickwheel-admin: warning: the server may evict the queue's keys \
+                         (maxmemory-policy {policy}), which loses jobs: set it to noeviction"
+                    );
+                }
+                queue_commands::run(&queue, cli.command, &out)
+            }),
         (None, Some(path)) => journal_commands::run(path, cli.command, &out),
         // clap's groups rule the rest out.
         _ => Err(String::from(
