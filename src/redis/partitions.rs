@@ -129,29 +129,64 @@ impl QueueBuilder {
 }
 
 /// Learns the queue's partition count (storing the builder's, or 1, if
-/// the queue has none; refusing a queue with no keys if it must exist),
-/// refuses a builder whose count differs (ids would move), and sets the
-/// partitions up.
+/// the queue has none, once no other queue uses its partitions' keys;
+/// refusing a queue with no keys if it must exist), refuses a builder
+/// whose count differs (ids would move), and sets the partitions up.
 pub(super) async fn set_partitions(ctx: &Arc<Ctx>, conn: &Conn) -> Result<(), QueueError> {
     let io = Io {
         conn: conn.clone(),
         replicated: None,
         ctx: Arc::clone(ctx),
     };
-    let one = Keys::new(&ctx.name);
     let count_key = Partitions::count_key(&ctx.name);
-    let keys = [count_key.as_str(), one.due(), one.fixed[1].as_str()];
+    let (peeked, new) = partition_count(&io, &count_key, true).await?;
+    let have = if new {
+        // A new queue's partitions are checked before its count is stored,
+        // so a refused one leaves no count that would pass a later connect.
+        overlaps(&io, &ctx.name, peeked, true).await?;
+        partition_count(&io, &count_key, false).await?.0
+    } else {
+        peeked
+    };
+    if let Some(wanted) = ctx.options.partitions.filter(|&n| n != have) {
+        return Err(QueueError::Connect(alloc::format!(
+            "queue `{}` has {have} partition(s) and this builder asks for {wanted}; \
+             a queue's partition count cannot change (ids would move)",
+            ctx.name
+        )));
+    }
+    if !new {
+        overlaps(&io, &ctx.name, have, false).await?;
+    }
+    let sharded = shard_channels(ctx, conn, &count_key).await;
+    let _ = ctx.parts.set(Partitions::new(&ctx.name, have, sharded));
+    let _ = ctx
+        .trim_wake
+        .set((0..have).map(|_| tokio::sync::Notify::new()).collect());
+    Ok(())
+}
+
+/// `partitions.lua`'s answer: the queue's count, and whether it is new
+/// (stored by this call, or by it were it not a `peek`).
+async fn partition_count(io: &Io, count_key: &str, peek: bool) -> Result<(u16, bool), QueueError> {
+    let ctx = &io.ctx;
+    let one = Keys::new(&ctx.name);
+    let keys = [count_key, one.due(), one.fixed[1].as_str()];
     let mut cmd = PARTITIONS.command(&keys);
     let wanted = ctx.options.partitions;
     cmd.arg(wanted.map_or(String::new(), |n| n.to_string()))
-        .arg(u8::from(ctx.options.existing));
-    let have = io.script(&PARTITIONS, &cmd).await?;
-    if have == redis::Value::Nil {
+        .arg(u8::from(ctx.options.existing))
+        .arg(u8::from(peek));
+    let reply = io.script(&PARTITIONS, &cmd).await?;
+    if reply == redis::Value::Nil {
         return Err(QueueError::Connect(alloc::format!(
             "no queue `{}` here (it has no keys: is the name right?)",
             ctx.name
         )));
     }
+    let mut reply = super::ops::array(reply)?.into_iter();
+    let (have, new) = (reply.next().unwrap_or(redis::Value::Nil), reply.next());
+    let new = new.and_then(|c| super::ops::int(&c)) == Some(1);
     let have = super::ops::int(&have)
         .or_else(|| {
             core::str::from_utf8(&super::ops::bytes(have))
@@ -166,27 +201,19 @@ pub(super) async fn set_partitions(ctx: &Arc<Ctx>, conn: &Conn) -> Result<(), Qu
                 "`{count_key}` does not hold a partition count"
             ))
         })?;
-    if let Some(wanted) = wanted.filter(|&n| n != have) {
-        return Err(QueueError::Connect(alloc::format!(
-            "queue `{}` has {have} partition(s) and this builder asks for {wanted}; \
-             a queue's partition count cannot change (ids would move)",
-            ctx.name
-        )));
-    }
-    overlaps(&io, &ctx.name, have).await?;
-    let sharded = shard_channels(ctx, conn, &count_key).await;
-    let _ = ctx.parts.set(Partitions::new(&ctx.name, have, sharded));
-    let _ = ctx
-        .trim_wake
-        .set((0..have).map(|_| tokio::sync::Notify::new()).collect());
-    Ok(())
+    Ok((have, new))
 }
 
 /// Refuses a queue whose keys another queue uses: `name` is `base:k` (or
 /// `base:k.s`) and a partitioned `base` has it as partition `k`; or this
-/// queue has `n > 1` partitions and one of their tags is a queue that was
-/// connected on its own (it keeps a partition count).
-async fn overlaps(io: &Io, name: &str, n: u16) -> Result<(), QueueError> {
+/// connect makes the queue (`new`) with `n > 1` partitions and one of
+/// their tags is a queue that was connected on its own (it keeps a
+/// partition count). That second check runs once, before the count is
+/// stored: a queue of a partition's name made later is refused by the
+/// first. Run at every connect, it asked every partition's shard, so while
+/// one shard was down no process of the queue could connect, not even to
+/// serve the others.
+async fn overlaps(io: &Io, name: &str, n: u16, new: bool) -> Result<(), QueueError> {
     let clash = |other: &str, k: u16, base: &str| {
         QueueError::Connect(format!(
             "queue `{other}` uses the keys of partition {k} of queue `{base}`; \
@@ -207,7 +234,7 @@ async fn overlaps(io: &Io, name: &str, n: u16) -> Result<(), QueueError> {
             return Err(clash(name, k, base));
         }
     }
-    for k in (0..n).filter(|_| n > 1) {
+    for k in (0..n).filter(|_| n > 1 && new) {
         let part = tag(name, k, n);
         let mut exists = redis::cmd("EXISTS");
         exists.arg(Partitions::count_key(&part));

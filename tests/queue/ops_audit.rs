@@ -160,3 +160,88 @@ fn the_admin_tool_opens_a_queue_on_an_evicting_server_and_warns() {
     assert_eq!(stats.one("stats")["live"], 1);
     assert!(stats.stderr.contains("allkeys-lru"), "{}", stats.stderr);
 }
+
+/// While one shard of a cluster is down with no replica to take over, a
+/// new handle of a partitioned queue (a consumer restarted, or one more
+/// started) connects and serves the healthy partitions, as the handles
+/// already open do. Connect checked every partition's tag for a clashing
+/// queue, one call per partition, so the dead shard's partitions failed
+/// it for the retry window and the process could not start at all.
+#[test]
+fn a_new_handle_connects_while_one_shard_is_down() {
+    use crate::queues::{id_in, partition_of};
+    let Some(mut cluster) = RedisCluster::start_or_skip() else {
+        return;
+    };
+    for node in &cluster.nodes {
+        node.command(&["CONFIG", "SET", "cluster-require-full-coverage", "no"]);
+    }
+    // A queue whose own keys (its partition count) live on another master
+    // than its partition 0.
+    let name = (0..)
+        .map(|i| format!("orders{i}"))
+        .find(|name| {
+            let home = cluster.slot_of(&format!("tw:{{{name}}}:partitions"));
+            cluster.master_of(home) != cluster.master_of(cluster.partition_slot(name, 0, 8))
+        })
+        .unwrap();
+    let (victim, dead) = cluster.pin_master_of_partition_0(&name, 8);
+    let urls = seeds(&cluster);
+    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let builder = || {
+        Queue::cluster_builder(&seeds, &name)
+            .retry(Duration::from_secs(1), Duration::from_millis(500))
+    };
+    drop(builder().partitions(8).connect().unwrap());
+    cluster.nodes[victim].kill9();
+    let queue = builder().connect().expect("connect while a shard is down");
+    let healthy = (0..8u64).find(|k| !dead.contains(&(*k as u16))).unwrap();
+    let id = id_in("ok", healthy, 8);
+    assert_eq!(partition_of(&id, 8), healthy);
+    queue.schedule_in(&id, Duration::ZERO, b"x").unwrap();
+    let consumer = queue.consumer().unwrap();
+    let give_up = std::time::Instant::now() + Duration::from_secs(20);
+    let mut got = Vec::new();
+    while got.is_empty() && std::time::Instant::now() < give_up {
+        got = consumer
+            .fetch(1, Duration::from_secs(2))
+            .unwrap_or_default();
+    }
+    assert_eq!(got.len(), 1, "the healthy partition's job never came");
+    assert_eq!(got[0].id, id);
+}
+
+/// Partitioning a queue whose partition a queue of that name already uses
+/// stays refused however often it is tried: the check runs before the
+/// count is stored, so a refused connect leaves none behind to pass the
+/// next one.
+#[test]
+fn a_refused_partitioning_stays_refused() {
+    let Some(server) = crate::redis_server::RedisServer::start_or_skip() else {
+        return;
+    };
+    // Partition 3's tag, from the keys of `orders` in database 0.
+    let orders = Queue::builder(&server.url(), "orders")
+        .partitions(8)
+        .connect()
+        .unwrap();
+    let id = crate::queues::id_in("j", 3, 8);
+    orders
+        .schedule_in(&id, Duration::from_secs(60), b"")
+        .unwrap();
+    let keys = server.command(&["KEYS", "tw:{orders:*}:jobs"]);
+    let tag = keys
+        .lines()
+        .find_map(|l| l.strip_prefix("tw:{")?.strip_suffix("}:jobs"))
+        .expect("partition 3's jobs key")
+        .to_owned();
+    // In database 1 a queue of that name comes first.
+    let db1 = format!("{}/1", server.url().trim_end_matches('/'));
+    drop(Queue::connect(&db1, &tag).unwrap());
+    for attempt in 0..2 {
+        match Queue::builder(&db1, "orders").partitions(8).connect() {
+            Err(QueueError::Connect(why)) => assert!(why.contains(&tag), "{attempt}: {why}"),
+            other => panic!("attempt {attempt}: {:?}", other.map(|_| ())),
+        }
+    }
+}
