@@ -115,7 +115,9 @@
 //!
 //! - `maxmemory-policy noeviction` (or `volatile-*`): an `allkeys-*`
 //!   policy may evict the queue's keys and lose jobs, so `connect` refuses
-//!   it unless [`QueueBuilder::allow_eviction`] says otherwise.
+//!   it unless [`QueueBuilder::allow_eviction`] says otherwise (on a
+//!   cluster, every master's policy is read; replicas' are not, so set
+//!   theirs alike, for the one a failover promotes).
 //! - `appendonly yes` with `appendfsync always` for "Ok means on disk";
 //!   `everysec` (Redis's default) may lose the last second of jobs if the
 //!   machine, not just the process, crashes.
