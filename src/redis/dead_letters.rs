@@ -140,7 +140,14 @@ pub(super) fn purge_dead(s: &Shared, limit: usize) -> Result<Pending<usize>, Que
             .await
             .map(|v| int(&v).unwrap_or(0).max(0) as usize);
             match answer {
-                Ok(n) => purged += n,
+                Ok(n) => {
+                    purged += n;
+                    // They ended as cancels end: a retention later, the
+                    // trimmer forgets them (it may sleep, nothing ended).
+                    if n > 0 {
+                        io.ctx.job_ended();
+                    }
+                }
                 Err(err) => {
                     let _ = reply.send(if purged == 0 { Err(err) } else { Ok(purged) });
                     return;

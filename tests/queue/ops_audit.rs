@@ -245,3 +245,33 @@ fn a_refused_partitioning_stays_refused() {
         }
     }
 }
+
+/// Dead letters purged through a handle are forgotten after the
+/// retention, as every ended job is: the purge ends them (as a cancel
+/// would) but did not wake the handle's retention trimmer, which slept
+/// on, with nothing ended before, for its longest gap (5 min), so a
+/// purged id stayed known ("exists") for minutes past a 200 ms retention.
+#[test]
+fn purged_dead_letters_are_forgotten_after_the_retention() {
+    let Some(server) = crate::redis_server::RedisServer::start_or_skip() else {
+        return;
+    };
+    let q = crate::queues::builder(&server)
+        .max_attempts(1)
+        .retention(Duration::from_millis(200))
+        .connect()
+        .unwrap();
+    q.schedule_in("dies", Duration::ZERO, b"x").unwrap();
+    let consumer = q.consumer().unwrap();
+    let job = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
+    consumer.nack(&job, Duration::ZERO).unwrap();
+    assert_eq!(q.purge_dead(10).unwrap(), 1);
+    let give_up = std::time::Instant::now() + Duration::from_secs(20);
+    while q.job("dies").unwrap().is_some() {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "a purged id outlived its 200 ms retention by 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
