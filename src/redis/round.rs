@@ -256,6 +256,11 @@ async fn claim(
     let c = &ctx.counters;
     bump(&c.dead_lettered, dead as u64);
     bump(&c.discarded, discarded as u64);
+    if discarded > 0 {
+        // Ended: a retention later, the trimmer (which may sleep, nothing
+        // ended) forgets them.
+        ctx.job_ended();
+    }
     bump(&c.spread, spread as u64);
     if dead > 0 {
         event!(

@@ -275,3 +275,40 @@ fn purged_dead_letters_are_forgotten_after_the_retention() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A missed job the misfire policy discards ends, and its id is forgotten
+/// after the retention like any ended job's: the claim that discarded it
+/// did not wake the retention trimmer, which slept, nothing ended before,
+/// for its longest gap (5 min).
+#[test]
+fn discarded_jobs_are_forgotten_after_the_retention() {
+    use tickwheel::persist::{MisfirePolicy, OnMissed};
+    let Some(server) = crate::redis_server::RedisServer::start_or_skip() else {
+        return;
+    };
+    let policy = MisfirePolicy::<()>::default()
+        .threshold(Duration::from_millis(1))
+        .on_missed(OnMissed::Discard);
+    let q = crate::queues::builder(&server)
+        .misfire(&policy)
+        .unwrap()
+        .retention(Duration::from_millis(200))
+        .connect()
+        .unwrap();
+    let past = std::time::SystemTime::now() - Duration::from_secs(60);
+    q.schedule("missed", past, b"x").unwrap();
+    let consumer = q.consumer().unwrap();
+    assert!(consumer
+        .fetch(1, Duration::from_millis(300))
+        .unwrap()
+        .is_empty());
+    assert_eq!(q.metrics().discarded, 1);
+    let give_up = std::time::Instant::now() + Duration::from_secs(20);
+    while q.job("missed").unwrap().is_some() {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "a discarded id outlived its 200 ms retention by 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
