@@ -60,14 +60,29 @@ async fn plain(ctx: &Ctx, channels: &[&str], attempt: usize) -> bool {
     true
 }
 
+/// How long a sharded subscription that misses some channels (a shard
+/// down) is served before it is made again.
+const PARTIAL_RETRY: Duration = Duration::from_secs(5);
+
 /// One sharded subscription, served until a node drops it; `false` if it
 /// could not be made.
 async fn sharded(ctx: &Ctx, channels: &[&str]) -> bool {
-    let Some(Ok((conn, mut pushes))) = ctx.reach.subscribe_sharded(channels).await else {
+    let Some(Ok((conn, mut pushes, partial))) = ctx.reach.subscribe_sharded(channels).await else {
         return false;
     };
     subscribed(ctx);
-    while let Some(push) = pushes.recv().await {
+    // Some shard did not answer: its channels are tried again, from
+    // scratch, after a while; the others' hints come meanwhile.
+    let again = partial.then(|| tokio::time::Instant::now() + PARTIAL_RETRY);
+    loop {
+        let push = match again {
+            Some(at) => tokio::time::timeout_at(at, pushes.recv())
+                .await
+                .ok()
+                .flatten(),
+            None => pushes.recv().await,
+        };
+        let Some(push) = push else { break };
         match (push.kind, push.data.as_slice()) {
             (PushKind::SMessage, [Value::BulkString(channel), Value::BulkString(at), ..]) => {
                 forward(ctx, &String::from_utf8_lossy(channel), at);

@@ -231,11 +231,14 @@ impl Reach {
     /// A cluster's sharded pub/sub: a RESP3 cluster connection (one link
     /// per master that serves a channel) subscribed with `SSUBSCRIBE` to
     /// `channels`, one call each (they lie in different slots); what the
-    /// nodes push arrives on the receiver. `None` off a cluster.
+    /// nodes push arrives on the receiver, and whether some channels are
+    /// missing (their shard did not answer: the others are served, where
+    /// one dead shard once left a consumer with no hints at all). An error
+    /// if none could be subscribed; `None` off a cluster.
     pub(super) async fn subscribe_sharded(
         &self,
         channels: &[&str],
-    ) -> Option<Result<(ClusterConnection, Pushes), redis::RedisError>> {
+    ) -> Option<Result<(ClusterConnection, Pushes, bool), redis::RedisError>> {
         let Target::Cluster(nodes) = &self.target else {
             return None;
         };
@@ -250,12 +253,19 @@ impl Reach {
             let mut conn = tokio::time::timeout(self.io_timeout, client.get_async_connection())
                 .await
                 .map_err(|_| timed_out())??;
+            let mut missing = 0;
+            let mut last = None;
             for channel in channels {
-                tokio::time::timeout(self.io_timeout, conn.ssubscribe(*channel))
-                    .await
-                    .map_err(|_| timed_out())??;
+                match tokio::time::timeout(self.io_timeout, conn.ssubscribe(*channel)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => (missing, last) = (missing + 1, Some(e)),
+                    Err(_) => (missing, last) = (missing + 1, Some(timed_out())),
+                }
             }
-            Ok((conn, rx))
+            match last {
+                Some(e) if missing == channels.len() => Err(e),
+                _ => Ok((conn, rx, missing > 0)),
+            }
         };
         Some(subscribed.await)
     }

@@ -312,3 +312,64 @@ fn discarded_jobs_are_forgotten_after_the_retention() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A consumer started while one shard is down gets the wake-up hints of
+/// the healthy partitions: its sharded subscription failed as a whole
+/// when one shard's channel could not be subscribed, so it had none, and
+/// each job of a healthy partition waited for a poll (here 60 s apart;
+/// they came about 30 s late).
+#[test]
+fn a_consumer_started_during_an_outage_is_woken_by_hints() {
+    use crate::queues::id_in;
+    let Some(mut cluster) = RedisCluster::start_or_skip() else {
+        return;
+    };
+    for node in &cluster.nodes {
+        node.command(&["CONFIG", "SET", "cluster-require-full-coverage", "no"]);
+    }
+    let name = (0..)
+        .map(|i| format!("orders{i}"))
+        .find(|name| {
+            let home = cluster.slot_of(&format!("tw:{{{name}}}:partitions"));
+            cluster.master_of(home) != cluster.master_of(cluster.partition_slot(name, 0, 8))
+        })
+        .unwrap();
+    let (victim, dead) = cluster.pin_master_of_partition_0(&name, 8);
+    let urls = seeds(&cluster);
+    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let q = Queue::cluster_builder(&seeds, &name)
+        .partitions(8)
+        .retry(Duration::from_secs(1), Duration::from_millis(500))
+        .poll_interval(Duration::from_secs(60))
+        .connect()
+        .unwrap();
+    let slot = cluster.partition_slot(&name, 0, 8);
+    cluster.nodes[victim].kill9();
+    // Once the cluster marks the shard failed, a new process starts.
+    let give_up = std::time::Instant::now() + Duration::from_secs(20);
+    while cluster.master_of(slot).is_some() {
+        assert!(std::time::Instant::now() < give_up, "never marked failed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(q);
+    let q = Queue::cluster_builder(&seeds, &name)
+        .retry(Duration::from_secs(1), Duration::from_millis(500))
+        .poll_interval(Duration::from_secs(60))
+        .connect()
+        .unwrap();
+    let consumer = q.consumer().unwrap();
+    let healthy = (0..8u64).find(|k| !dead.contains(&(*k as u16))).unwrap();
+    // The first fetch's round waits out the dead shard's partitions once.
+    assert!(consumer
+        .fetch(1, Duration::from_secs(3))
+        .unwrap()
+        .is_empty());
+    for i in 0..3 {
+        let id = id_in(&format!("h{i}"), healthy, 8);
+        q.schedule_in(&id, Duration::from_millis(100), b"x")
+            .unwrap();
+        let got = consumer.fetch(1, Duration::from_secs(10)).unwrap();
+        assert_eq!(got.len(), 1, "job {i} waited 10 s for a poll 60 s apart");
+        consumer.ack(&got[0]).unwrap();
+    }
+}
