@@ -6,8 +6,8 @@
 -- 1 if this call stored it (or would have, when it peeks), else 0}. A
 -- queue with no count stored (new, or made before counts were) has the
 -- count asked for, or one if none was; but one that holds jobs in the
--- one-partition layout has one partition. To an existing queue only, it stores nothing, and answers
--- nil for a queue with neither count nor jobs.
+-- one-partition layout has one partition. To an existing queue only, it
+-- stores nothing, and answers nil for a queue with neither count nor jobs.
 local have = redis.call('GET', KEYS[1])
 if have then return {have, 0} end
 local old = redis.call('EXISTS', KEYS[2], KEYS[3]) > 0
