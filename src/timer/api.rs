@@ -3,12 +3,12 @@
 //! `periodic.rs`; `Timer::new`, `builder` and `with_channel` in
 //! `builder.rs`.)
 
+use super::unwind::catch_unwind;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 use core::panic::AssertUnwindSafe;
 use core::time::Duration;
-use std::panic::catch_unwind;
 use std::time::Instant;
 
 use super::executor::{Executor, Task};

@@ -2,9 +2,9 @@
 //! unfired timer, copied live or taken at shutdown, and the clock's two
 //! faces (`Instant` inside the process, wall time across processes).
 
+use super::unwind::catch_unwind;
 use alloc::vec::Vec;
 use core::panic::AssertUnwindSafe;
-use std::panic::catch_unwind;
 use std::time::{Instant, SystemTime};
 
 use super::executor::Executor;

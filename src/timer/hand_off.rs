@@ -14,9 +14,9 @@
 //! - **User code that panics**, in a factory, an executor, a waker or the
 //!   `Drop` of a value or factory: caught and counted, the driver goes on.
 
+use super::unwind::catch_unwind;
 use alloc::vec::Vec;
 use core::panic::AssertUnwindSafe;
-use std::panic::catch_unwind;
 
 use super::executor::{Executor, Rejected, Why};
 use super::job::{Job, Make, Unfired};

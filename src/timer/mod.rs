@@ -82,6 +82,7 @@ mod slack;
 pub(crate) mod stats;
 mod sync;
 mod time;
+mod unwind;
 
 pub use api::Timer;
 pub use builder::{Builder, DEFAULT_SLACK, MAX_SLACK};

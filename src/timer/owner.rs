@@ -2,9 +2,9 @@
 //! (shutdown, or dropping the last clone) stops and joins the driver and
 //! drains the wheels.
 
+use super::unwind::catch_unwind;
 use alloc::vec::Vec;
 use core::panic::AssertUnwindSafe;
-use std::panic::catch_unwind;
 
 use super::executor::{Executor, Why};
 use super::job::Unfired;

@@ -2,13 +2,13 @@
 //! by a crossbeam channel. Its threads, locks and counters come from the
 //! sync facade, so loom models run it too.
 
+use super::unwind::catch_unwind;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 use core::panic::AssertUnwindSafe;
 use std::io;
-use std::panic::catch_unwind;
 
 use super::executor::{Executor, Rejected, Task};
 use super::sync::channel::{self, Receiver, Sender};

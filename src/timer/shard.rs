@@ -33,11 +33,11 @@
 //! every schedule either lands before that shard is drained (and is
 //! returned by the drain) or sees the new state and gets its value back.
 
+use super::unwind::catch_unwind;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
 use core::panic::AssertUnwindSafe;
-use std::panic::catch_unwind;
 
 use super::executor::{Executor, Undelivered, UndeliveredHook, Why};
 use super::job::{Job, Unfired};

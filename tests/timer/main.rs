@@ -14,6 +14,7 @@ mod sleep;
 mod sleep_runtimes;
 mod stops_and_grids;
 mod timer;
+mod timer_audit;
 mod timer_lifecycle;
 mod timer_priority;
 #[path = "../support/timers.rs"]

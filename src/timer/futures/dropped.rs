@@ -1,9 +1,9 @@
 //! The timers of dropped sleeps a shard has noted, and their cancelling
 //! in batches (feature `async`; why, in `filed.rs`).
 
+use super::super::unwind::catch_unwind;
 use core::panic::AssertUnwindSafe;
 use core::task::Waker;
-use std::panic::catch_unwind;
 
 use crate::timer::job::Job;
 use crate::timer::stats::Counters;

@@ -21,12 +21,12 @@
 //! cancelled timer's old deadline may. A sleep dropped once its deadline
 //! has come, or after the timer stopped, is cancelled at once.
 
+use super::super::unwind::catch_unwind;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::panic::AssertUnwindSafe;
 use core::task::Waker;
 use core::time::Duration;
-use std::panic::catch_unwind;
 use std::time::Instant;
 
 use crate::timer::executor::Executor;
