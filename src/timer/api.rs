@@ -135,6 +135,8 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// A repeating timer whose factory panics making that value is
     /// cancelled all the same and answers `None`; the panic is caught and
     /// counted ([`Stats::panicked`](super::Stats::panicked) and `dropped`).
+    /// A factory whose `Drop` panics as the cancel drops it is counted in
+    /// `panicked` too, and the value made is still returned.
     ///
     /// ```
     /// # use std::time::Duration;
@@ -148,8 +150,14 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
             Job::Once(value) => Some(value),
             Job::Repeat(repeat) => {
                 let made = catch_unwind(AssertUnwindSafe(|| (repeat.make)(None)));
+                let counters = &self.owner.shared.counters;
+                // The factory and what it captured go here: their `Drop`
+                // is user code, and a panic in it must not lose the value
+                // just made (it unwound through this call and dropped it).
+                if catch_unwind(AssertUnwindSafe(move || drop(repeat))).is_err() {
+                    counters.panicked();
+                }
                 if made.is_err() {
-                    let counters = &self.owner.shared.counters;
                     counters.panicked();
                     counters.dropped();
                 }

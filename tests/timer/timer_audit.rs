@@ -6,7 +6,7 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 use core::time::Duration;
 use std::time::Instant;
 
-use tickwheel::timer::{Inline, ManualClock, Task, ThreadPool};
+use tickwheel::timer::{Inline, ManualClock, MissedTicks, Task, ThreadPool};
 use tickwheel::Timer;
 
 use crate::timers::advance;
@@ -81,4 +81,30 @@ fn the_driver_survives_a_panic_whose_payload_panics_when_dropped() {
     clock.advance(MS * 5);
     wait_for("the driver died", || ran.load(Ordering::SeqCst) == 1);
     assert_eq!(timer.stats().panicked, 1);
+}
+
+/// Defect: cancelling a repeating timer dropped its factory (and what it
+/// captured) outside any catch after making the value to return: a
+/// panicking `Drop` unwound through `cancel` and lost that value, where
+/// the same factory dropped at a stop or on the driver is caught.
+#[test]
+fn a_cancel_returns_its_value_when_the_factory_panics_on_drop() {
+    let clock = ManualClock::new();
+    let (tx, _rx) = crossbeam_channel::unbounded::<u32>();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .executor(tx)
+        .build()
+        .unwrap();
+    let bomb = Bomb;
+    let h = timer
+        .schedule_repeating(MS * 10, MS * 10, MissedTicks::Skip, move || {
+            let _ = &bomb;
+            7
+        })
+        .unwrap();
+    let got = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| timer.cancel(h)));
+    assert!(matches!(got, Ok(Some(7))), "cancel lost its value");
+    assert_eq!(timer.stats().panicked, 1);
+    assert!(!timer.is_pending(h));
 }
