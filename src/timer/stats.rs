@@ -365,7 +365,13 @@ impl TimerMetrics {
 pub(crate) struct LatenessCounter {
     buckets: [AtomicU64; BUCKETS],
     max_nanos: AtomicU64,
+    /// The sum in nanoseconds, saturating: `u64::MAX` once past 584 years
+    /// in all (a `fetch_add` wrapped there, and the mean fell silently).
     total_nanos: AtomicU64,
+    /// The sum in whole microseconds (each lateness rounded down), for the
+    /// mean once `total_nanos` is saturated: it lasts a thousand times as
+    /// long, and saturates too.
+    total_micros: AtomicU64,
 }
 
 impl LatenessCounter {
@@ -373,7 +379,8 @@ impl LatenessCounter {
         let nanos = u64::try_from(lateness.as_nanos()).unwrap_or(u64::MAX);
         self.buckets[bucket_of(lateness)].fetch_add(1, Ordering::Relaxed);
         self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
-        self.total_nanos.fetch_add(nanos, Ordering::Relaxed);
+        add_saturating(&self.total_nanos, nanos);
+        add_saturating(&self.total_micros, nanos / 1_000);
     }
 
     pub(crate) fn snapshot(&self) -> Lateness {
@@ -384,9 +391,19 @@ impl LatenessCounter {
         Lateness {
             buckets,
             max: Duration::from_nanos(self.max_nanos.load(Ordering::Relaxed)),
-            total: Duration::from_nanos(self.total_nanos.load(Ordering::Relaxed)),
+            total: match self.total_nanos.load(Ordering::Relaxed) {
+                u64::MAX => Duration::from_micros(self.total_micros.load(Ordering::Relaxed)),
+                nanos => Duration::from_nanos(nanos),
+            },
         }
     }
+}
+
+/// Adds `n` to `counter`, stopping at `u64::MAX` rather than wrapping.
+fn add_saturating(counter: &AtomicU64, n: u64) {
+    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |total| {
+        Some(total.saturating_add(n))
+    });
 }
 
 #[cfg(all(test, not(loom)))]

@@ -108,3 +108,34 @@ fn a_cancel_returns_its_value_when_the_factory_panics_on_drop() {
     assert_eq!(timer.stats().panicked, 1);
     assert!(!timer.is_pending(h));
 }
+
+/// Defect: `Stats::lateness` summed lateness in a `u64` of nanoseconds
+/// that wrapped silently past 584 years in all, so `mean()` then fell to
+/// a fraction of the real one (a server handing over 10^5 timers a
+/// second with 1 s of slack gets there in days). Two timers, each fired
+/// 400 years late by a manual clock: the mean is 400 years, not 108.
+#[test]
+fn the_mean_lateness_survives_more_than_584_years_in_all() {
+    let clock = ManualClock::new();
+    let (tx, rx) = crossbeam_channel::unbounded::<u32>();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(Duration::ZERO)
+        .executor(tx)
+        .build()
+        .unwrap();
+    timer.schedule(MS, 1).unwrap();
+    timer.schedule(MS, 2).unwrap();
+    let years = Duration::from_secs(400 * 365 * 86_400);
+    advance(&clock, &timer, years);
+    assert_eq!(rx.try_iter().count(), 2);
+    let lateness = timer.stats().lateness;
+    assert_eq!(lateness.count(), 2);
+    assert!(lateness.max() >= years - MS * 2);
+    assert!(
+        lateness.mean() >= years - MS * 2 && lateness.mean() <= lateness.max(),
+        "mean {:?} against max {:?}",
+        lateness.mean(),
+        lateness.max()
+    );
+}
