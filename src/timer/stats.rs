@@ -401,9 +401,17 @@ impl LatenessCounter {
 
 /// Adds `n` to `counter`, stopping at `u64::MAX` rather than wrapping.
 fn add_saturating(counter: &AtomicU64, n: u64) {
-    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |total| {
-        Some(total.saturating_add(n))
-    });
+    // A loop of its own: `fetch_update` is deprecated on nightly, and its
+    // new name is not on every toolchain this crate builds with.
+    let mut total = counter.load(Ordering::Relaxed);
+    while let Err(now) = counter.compare_exchange_weak(
+        total,
+        total.saturating_add(n),
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    ) {
+        total = now;
+    }
 }
 
 #[cfg(all(test, not(loom)))]
