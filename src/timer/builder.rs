@@ -311,7 +311,10 @@ impl<T: Send + 'static, E: Executor<T>> Builder<T, E> {
     /// call [`Timer::shutdown`] first to get them back. Set before
     /// [`executor`](Self::executor), the hook stays if the value type does;
     /// if the executor changes it, [`build`](Self::build) refuses with
-    /// [`BuildError::UndeliveredHook`].
+    /// [`BuildError::UndeliveredHook`]. A hook that holds a handle of its
+    /// own timer (to schedule a refused value again) keeps that timer
+    /// running after every other handle is gone: stop it with
+    /// [`Timer::shutdown`] when done.
     ///
     /// ```
     /// use tickwheel::timer::Task;
