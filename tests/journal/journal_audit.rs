@@ -4,41 +4,14 @@
 
 use alloc::sync::Arc;
 use core::time::Duration;
-use std::sync::{Barrier, Mutex};
+use std::sync::Barrier;
 use std::time::Instant;
 
-use tickwheel::persist::{DurableTimer, MisfirePolicy, SyncPolicy};
-
+use crate::journals::{open_slow, settle};
 use crate::scratch::Scratch;
 
-/// Values whose handler started, and those whose handler returned.
-type Log = Arc<Mutex<Vec<u64>>>;
-
-/// A timer on `path` whose handler is slow, so that a run is caught with
-/// its handler started and not returned (a crash then must run it again).
-fn open_slow(path: &std::path::Path) -> (DurableTimer<u64>, Log, Log) {
-    let started: Log = Arc::default();
-    let done: Log = Arc::default();
-    let (s, d) = (Arc::clone(&started), Arc::clone(&done));
-    let (timer, _) = DurableTimer::open(
-        path,
-        SyncPolicy::Always,
-        &MisfirePolicy::default(),
-        move |job: u64| {
-            s.lock().unwrap().push(job);
-            std::thread::sleep(Duration::from_millis(20));
-            d.lock().unwrap().push(job);
-        },
-    )
-    .unwrap();
-    (timer, started, done)
-}
-
-fn settle(started: &Log, done: &Log) {
-    while started.lock().unwrap().len() != done.lock().unwrap().len() {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
+/// How long a handler takes to run.
+const SLOW: Duration = Duration::from_millis(20);
 
 /// A reset and a cancel of one job from two threads. The cancel held the
 /// job while it wrote, but the reset moved the held job back into play
@@ -50,7 +23,7 @@ fn settle(started: &Log, done: &Log) {
 #[test]
 fn a_reset_racing_a_cancel_never_leaves_a_running_job_cancelled_in_the_journal() {
     let dir = Scratch::new("cancel-reset");
-    let (timer, started, done) = open_slow(&dir.path("j"));
+    let (timer, started, done) = open_slow(&dir.path("j"), SLOW);
     let timer = Arc::new(timer);
     let began = Instant::now();
     let mut rounds = 0;
@@ -97,7 +70,7 @@ fn a_reset_racing_a_cancel_never_leaves_a_running_job_cancelled_in_the_journal()
 #[test]
 fn a_reset_that_loses_to_the_fire_writes_nothing() {
     let dir = Scratch::new("reset-race");
-    let (timer, started, done) = open_slow(&dir.path("j"));
+    let (timer, started, done) = open_slow(&dir.path("j"), SLOW);
     let (mut lost_races, mut seed) = (0, 0x2545_F491_4F6C_DD1Du64);
     let began = Instant::now();
     for job in 0..400u64 {
@@ -145,7 +118,7 @@ fn a_reset_that_loses_to_the_fire_writes_nothing() {
 fn a_keyed_job_read_during_its_resets_shows_its_own_due_time() {
     use core::sync::atomic::{AtomicBool, Ordering};
     let dir = Scratch::new("keyed-due");
-    let (timer, _, _) = open_slow(&dir.path("j"));
+    let (timer, _, _) = open_slow(&dir.path("j"), SLOW);
     let timer = Arc::new(timer);
     timer
         .schedule_keyed("order", Duration::from_secs(3600), 1)

@@ -5,7 +5,6 @@
 
 use alloc::sync::Arc;
 use core::time::Duration;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use alloc::sync::Weak;
@@ -15,7 +14,7 @@ use tickwheel::persist::{DurableTimer, JournalError, MisfirePolicy, SyncPolicy};
 
 use crate::journals;
 use crate::scratch;
-use journals::{open_recording, wait_for};
+use journals::{open_recording, open_slow, settle, wait_for};
 use scratch::Scratch;
 
 /// Cancels each job about when it falls due, with every record synced, so
@@ -28,20 +27,8 @@ use scratch::Scratch;
 #[test]
 fn a_cancel_that_loses_to_the_fire_writes_nothing() {
     let dir = Scratch::new("cancel-race");
-    let started = Arc::new(Mutex::new(Vec::new()));
-    let done = Arc::new(Mutex::new(Vec::new()));
-    let (s, d) = (Arc::clone(&started), Arc::clone(&done));
-    let (timer, _) = DurableTimer::open(
-        dir.path("j"),
-        SyncPolicy::Always,
-        &MisfirePolicy::default(),
-        move |job: u64| {
-            s.lock().unwrap().push(job);
-            std::thread::sleep(Duration::from_millis(40)); // a slow handler
-            d.lock().unwrap().push(job);
-        },
-    )
-    .unwrap();
+    // A slow handler.
+    let (timer, started, done) = open_slow(&dir.path("j"), Duration::from_millis(40));
     let (mut lost_races, mut seed) = (0, 0x2545_F491_4F6C_DD1Du64);
     let began = Instant::now();
     for job in 0..400u64 {
@@ -70,9 +57,7 @@ fn a_cancel_that_loses_to_the_fire_writes_nothing() {
              and the journal no longer holds it: a crash now would lose it"
         );
         // Let the handler finish before the next round.
-        while started.lock().unwrap().len() != done.lock().unwrap().len() {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        settle(&started, &done);
     }
     assert!(
         lost_races > 0,

@@ -11,6 +11,26 @@ fn seeds(cluster: &RedisCluster) -> Vec<String> {
     cluster.urls()
 }
 
+/// Readies `cluster` to lose one master: it serves what it can without
+/// full coverage, and a queue of 8 partitions is named so that its own
+/// keys (its partition count) live on another master than its partition
+/// 0, whose master alone is made to serve `dead` partitions. Answers the
+/// queue's name, that master's index and those partitions.
+fn one_shard_to_lose(cluster: &RedisCluster) -> (String, usize, Vec<u16>) {
+    for node in &cluster.nodes {
+        node.command(&["CONFIG", "SET", "cluster-require-full-coverage", "no"]);
+    }
+    let name = (0..)
+        .map(|i| format!("orders{i}"))
+        .find(|name| {
+            let home = cluster.slot_of(&format!("tw:{{{name}}}:partitions"));
+            cluster.master_of(home) != cluster.master_of(cluster.partition_slot(name, 0, 8))
+        })
+        .unwrap();
+    let (victim, dead) = cluster.pin_master_of_partition_0(&name, 8);
+    (name, victim, dead)
+}
+
 /// A cluster one master of which may evict keys is refused, whichever
 /// node the client happens to ask: the queue's partitions may live on
 /// that master. The policy was read from one node at random, so most
@@ -173,19 +193,7 @@ fn a_new_handle_connects_while_one_shard_is_down() {
     let Some(mut cluster) = RedisCluster::start_or_skip() else {
         return;
     };
-    for node in &cluster.nodes {
-        node.command(&["CONFIG", "SET", "cluster-require-full-coverage", "no"]);
-    }
-    // A queue whose own keys (its partition count) live on another master
-    // than its partition 0.
-    let name = (0..)
-        .map(|i| format!("orders{i}"))
-        .find(|name| {
-            let home = cluster.slot_of(&format!("tw:{{{name}}}:partitions"));
-            cluster.master_of(home) != cluster.master_of(cluster.partition_slot(name, 0, 8))
-        })
-        .unwrap();
-    let (victim, dead) = cluster.pin_master_of_partition_0(&name, 8);
+    let (name, victim, dead) = one_shard_to_lose(&cluster);
     let urls = seeds(&cluster);
     let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
     let builder = || {
@@ -266,11 +274,17 @@ fn purged_dead_letters_are_forgotten_after_the_retention() {
     let job = consumer.fetch(1, Duration::from_secs(5)).unwrap().remove(0);
     consumer.nack(&job, Duration::ZERO).unwrap();
     assert_eq!(q.purge_dead(10).unwrap(), 1);
+    wait_until_forgotten(&q, "dies", "a purged id");
+}
+
+/// Waits until `q` no longer knows `id` (`what`), for at most 20 s: a
+/// hundred times the tests' 200 ms retention.
+fn wait_until_forgotten(q: &Queue, id: &str, what: &str) {
     let give_up = std::time::Instant::now() + Duration::from_secs(20);
-    while q.job("dies").unwrap().is_some() {
+    while q.job(id).unwrap().is_some() {
         assert!(
             std::time::Instant::now() < give_up,
-            "a purged id outlived its 200 ms retention by 20 s"
+            "{what} outlived its 200 ms retention by 20 s"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -303,14 +317,7 @@ fn discarded_jobs_are_forgotten_after_the_retention() {
         .unwrap()
         .is_empty());
     assert_eq!(q.metrics().discarded, 1);
-    let give_up = std::time::Instant::now() + Duration::from_secs(20);
-    while q.job("missed").unwrap().is_some() {
-        assert!(
-            std::time::Instant::now() < give_up,
-            "a discarded id outlived its 200 ms retention by 20 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_forgotten(&q, "missed", "a discarded id");
 }
 
 /// A consumer started while one shard is down gets the wake-up hints of
@@ -324,17 +331,7 @@ fn a_consumer_started_during_an_outage_is_woken_by_hints() {
     let Some(mut cluster) = RedisCluster::start_or_skip() else {
         return;
     };
-    for node in &cluster.nodes {
-        node.command(&["CONFIG", "SET", "cluster-require-full-coverage", "no"]);
-    }
-    let name = (0..)
-        .map(|i| format!("orders{i}"))
-        .find(|name| {
-            let home = cluster.slot_of(&format!("tw:{{{name}}}:partitions"));
-            cluster.master_of(home) != cluster.master_of(cluster.partition_slot(name, 0, 8))
-        })
-        .unwrap();
-    let (victim, dead) = cluster.pin_master_of_partition_0(&name, 8);
+    let (name, victim, dead) = one_shard_to_lose(&cluster);
     let urls = seeds(&cluster);
     let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
     let q = Queue::cluster_builder(&seeds, &name)

@@ -65,3 +65,32 @@ pub(crate) fn printer() -> impl Fn(String) + Clone + Send + Sync + 'static {
     print(String::new());
     print
 }
+
+/// A timer on `path`, every record synced, whose handler takes `handler`
+/// to run, so that a run is caught with its handler started and not
+/// returned (a crash then must run it again): the values whose handler
+/// started, and those whose handler returned.
+pub(crate) fn open_slow(path: &Path, handler: Duration) -> (DurableTimer<u64>, Ran, Ran) {
+    let started: Ran = Arc::default();
+    let done: Ran = Arc::default();
+    let (s, d) = (Arc::clone(&started), Arc::clone(&done));
+    let (timer, _) = DurableTimer::open(
+        path,
+        SyncPolicy::Always,
+        &tickwheel::persist::MisfirePolicy::default(),
+        move |job: u64| {
+            s.lock().unwrap().push(job);
+            std::thread::sleep(handler);
+            d.lock().unwrap().push(job);
+        },
+    )
+    .unwrap();
+    (timer, started, done)
+}
+
+/// Waits until every handler that started has returned.
+pub(crate) fn settle(started: &Ran, done: &Ran) {
+    while started.lock().unwrap().len() != done.lock().unwrap().len() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

@@ -67,3 +67,23 @@ pub(crate) fn advance<T: Send + 'static, E: Executor<T>>(
     clock.advance(by);
     timer.sync();
 }
+
+/// A value whose `Drop` panics (outside an unwind).
+pub(crate) struct Bomb(#[allow(dead_code)] pub(crate) u32);
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("bomb");
+        }
+    }
+}
+
+/// Waits (up to 10 s) until `done`; else fails, saying `what`.
+pub(crate) fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(10), "{what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

@@ -14,28 +14,9 @@ use tickwheel::timer::{
 };
 use tickwheel::Timer;
 
-use crate::timers::advance;
+use crate::timers::{advance, wait_for, Bomb};
 
 const MS: Duration = Duration::from_millis(1);
-
-/// A value whose `Drop` panics (outside an unwind).
-struct Bomb(#[allow(dead_code)] u32);
-
-impl Drop for Bomb {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            panic!("bomb");
-        }
-    }
-}
-
-fn wait_for(what: &str, done: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < Duration::from_secs(10), "{what}");
-        std::thread::sleep(MS);
-    }
-}
 
 /// Today's bug: a refused value with no hook was dropped on the driver
 /// thread, outside any `catch_unwind`; a panicking `Drop` killed the

@@ -4,32 +4,31 @@
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use core::time::Duration;
-use std::time::Instant;
 
-use tickwheel::timer::{Inline, ManualClock, MissedTicks, Task, ThreadPool};
+use tickwheel::timer::{Executor, ManualClock, MissedTicks, Task, ThreadPool};
 use tickwheel::Timer;
 
-use crate::timers::advance;
+use crate::timers::{advance, manual_inline, wait_for, Bomb};
 
 const MS: Duration = Duration::from_millis(1);
 
-/// Panics when dropped outside an unwind.
-struct Bomb;
-
-impl Drop for Bomb {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            panic!("bomb");
-        }
-    }
-}
-
-fn wait_for(what: &str, done: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < Duration::from_secs(10), "{what}");
-        std::thread::sleep(MS);
-    }
+/// Files a task that panics with a [`Bomb`] at 1 ms and one that counts
+/// at 2 ms, moves the clock past both, and waits for the count: the
+/// thread that caught the panic must live on to run the second.
+fn panic_then_count<E: Executor<Task>>(clock: &ManualClock, timer: &Timer<Task, E>, what: &str) {
+    let ran = Arc::new(AtomicUsize::new(0));
+    timer
+        .run_after(MS, || std::panic::panic_any(Bomb(0)))
+        .unwrap();
+    let r = Arc::clone(&ran);
+    timer
+        .run_after(MS * 2, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    clock.advance(MS * 5);
+    wait_for(what, || ran.load(Ordering::SeqCst) == 1);
+    assert_eq!(timer.stats().panicked, 1);
 }
 
 /// Defect: a task that panicked with a payload whose `Drop` panics (
@@ -45,17 +44,7 @@ fn a_pool_survives_a_panic_whose_payload_panics_when_dropped() {
         .executor(ThreadPool::new(1))
         .build()
         .unwrap();
-    let ran = Arc::new(AtomicUsize::new(0));
-    timer.run_after(MS, || std::panic::panic_any(Bomb)).unwrap();
-    let r = Arc::clone(&ran);
-    timer
-        .run_after(MS * 2, move || {
-            r.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
-    advance(&clock, &timer, MS * 5);
-    wait_for("the pool's worker died", || ran.load(Ordering::SeqCst) == 1);
-    assert_eq!(timer.stats().panicked, 1);
+    panic_then_count(&clock, &timer, "the pool's worker died");
     assert!(timer.shutdown_graceful().is_empty());
 }
 
@@ -63,24 +52,8 @@ fn a_pool_survives_a_panic_whose_payload_panics_when_dropped() {
 /// killed the driver thread: later timers were accepted and never fired.
 #[test]
 fn the_driver_survives_a_panic_whose_payload_panics_when_dropped() {
-    let clock = ManualClock::new();
-    let timer: Timer<Task, Inline> = Timer::builder()
-        .clock(clock.clone())
-        .slack(Duration::ZERO)
-        .executor(Inline)
-        .build()
-        .unwrap();
-    let ran = Arc::new(AtomicUsize::new(0));
-    timer.run_after(MS, || std::panic::panic_any(Bomb)).unwrap();
-    let r = Arc::clone(&ran);
-    timer
-        .run_after(MS * 2, move || {
-            r.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
-    clock.advance(MS * 5);
-    wait_for("the driver died", || ran.load(Ordering::SeqCst) == 1);
-    assert_eq!(timer.stats().panicked, 1);
+    let (clock, timer) = manual_inline();
+    panic_then_count(&clock, &timer, "the driver died");
 }
 
 /// Defect: cancelling a repeating timer dropped its factory (and what it
@@ -96,7 +69,7 @@ fn a_cancel_returns_its_value_when_the_factory_panics_on_drop() {
         .executor(tx)
         .build()
         .unwrap();
-    let bomb = Bomb;
+    let bomb = Bomb(0);
     let h = timer
         .schedule_repeating(MS * 10, MS * 10, MissedTicks::Skip, move || {
             let _ = &bomb;
