@@ -12,7 +12,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::admin_tool::{at, ok, queue_args, run, strs, BASE, BIN};
 use crate::queues::{builder, id_in, partition_of};
-use crate::redis_server::RedisServer;
+use crate::redis_server::{Config, RedisServer};
 
 /// Read-only commands on a queue that does not exist write nothing and
 /// say so: `stats` once stored a partition count of 1 for `orders` (so a
@@ -222,4 +222,68 @@ fn requeue_all_ends_while_the_requeued_keep_failing() {
     assert_eq!(delivered.len(), N);
     let twice = delivered.values().filter(|&&n| n == 2).count();
     assert_eq!(twice, N, "each delivered once, and again once requeued");
+}
+
+/// `requeue --all` that fails part-way (here its user loses the right to
+/// run scripts after the first requeue) still says how many it requeued,
+/// and that count is what the server holds: the tool once printed only the
+/// error, so an operator could not tell what had changed.
+#[test]
+fn a_requeue_all_that_fails_part_way_says_how_many_it_requeued() {
+    const N: u64 = 2_000;
+    let config = Config::new().config("user", "tool on >tool-pass ~* &* +@all");
+    let Some(server) = RedisServer::start_with_or_skip(config) else {
+        return;
+    };
+    let q = builder(&server).max_attempts(1).connect().unwrap();
+    let ids: Vec<String> = (0..N).map(|i| format!("dead-{i}")).collect();
+    let jobs: Vec<(&str, Duration, &[u8])> = ids
+        .iter()
+        .map(|id| (id.as_str(), Duration::ZERO, &b""[..]))
+        .collect();
+    q.schedule_many(&jobs).unwrap();
+    let consumer = q.consumer().unwrap();
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while q.len().unwrap() != (0, N) {
+        assert!(Instant::now() < give_up, "not all dead: {:?}", q.len());
+        for job in consumer.fetch(500, Duration::from_millis(100)).unwrap() {
+            consumer.nack(&job, Duration::ZERO).unwrap();
+        }
+    }
+    consumer.close();
+    let dead = || -> u64 {
+        let reply = server.command(&["ZCARD", "tw:{orders}:dead"]);
+        reply.trim_start_matches(':').trim().parse().unwrap()
+    };
+    let url = format!("redis://tool:tool-pass@127.0.0.1:{}/", server.port());
+    let child = Command::new(BIN)
+        .args([
+            "--url", &url, "--queue", "orders", "--json", "requeue", "--all",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let give_up = Instant::now() + Duration::from_secs(30);
+    while dead() == N {
+        assert!(Instant::now() < give_up, "no requeue in 30 s");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let revoked = server.command(&["ACL", "SETUSER", "tool", "-@scripting"]);
+    assert_eq!(revoked, "+OK\r\n");
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let line: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&output.stdout)));
+    let requeued = line["requeued"].as_u64().unwrap();
+    assert_eq!(requeued, N - dead(), "{line}");
+    assert!(requeued > 0 && requeued < N, "{line}");
+    assert_eq!(q.len().unwrap(), (requeued, N - requeued));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("stopped after {requeued} requeued")),
+        "{stderr}"
+    );
+    let why = line["stopped"].as_str().unwrap().to_lowercase();
+    assert!(why.contains("noperm"), "{line}");
 }

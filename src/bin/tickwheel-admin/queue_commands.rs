@@ -254,25 +254,83 @@ fn requeue_all(queue: &Queue, out: &Out) -> Result<(), String> {
             None => break,
         }
     }
-    let mut requeued = 0u64;
-    for id in &ids {
-        if queue.requeue(id).map_err(failed)? {
-            requeued += 1;
-        }
-    }
-    out.record(&[("type", "requeue".into()), ("requeued", requeued.into())]);
-    Ok(())
+    let mut ids = ids.iter();
+    let done = tally(|| match ids.next() {
+        Some(id) => queue.requeue(id).map(|requeued| Some(u64::from(requeued))),
+        None => Ok(None),
+    });
+    report(out, "requeue", "requeued", done)
 }
 
 fn purge_dead(queue: &Queue, out: &Out) -> Result<(), String> {
-    let mut purged = 0u64;
+    let done = tally(|| match queue.purge_dead(MAX_PAGE)? {
+        0 => Ok(None),
+        n => Ok(Some(n as u64)),
+    });
+    report(out, "purge", "purged", done)
+}
+
+/// Sums what each call of `step` did until it answers `None`. A failure
+/// keeps the sum so far: the calls before it changed the queue.
+fn tally(
+    mut step: impl FnMut() -> Result<Option<u64>, QueueError>,
+) -> (u64, Result<(), QueueError>) {
+    let mut sum = 0u64;
     loop {
-        let n = queue.purge_dead(MAX_PAGE).map_err(failed)?;
-        if n == 0 {
-            break;
+        match step() {
+            Ok(Some(n)) => sum += n,
+            Ok(None) => return (sum, Ok(())),
+            Err(err) => return (sum, Err(err)),
         }
-        purged += n as u64;
     }
-    out.record(&[("type", "purge".into()), ("purged", purged.into())]);
-    Ok(())
+}
+
+/// Prints what a bulk change did. When it stopped part-way, the record
+/// still says how much it did (and `"stopped"` why), so an operator knows
+/// what to re-run: the error alone once hid the count.
+fn report(
+    out: &Out,
+    kind: &str,
+    field: &str,
+    (sum, done): (u64, Result<(), QueueError>),
+) -> Result<(), String> {
+    match done {
+        Ok(()) => {
+            out.record(&[("type", kind.into()), (field, sum.into())]);
+            Ok(())
+        }
+        Err(err) => {
+            let err = failed(err);
+            out.record(&[
+                ("type", kind.into()),
+                (field, sum.into()),
+                ("stopped", err.clone().into()),
+            ]);
+            Err(format!("{kind} stopped after {sum} {field}: {err}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bulk_change_that_fails_keeps_the_count_of_what_it_did() {
+        let mut calls = 0;
+        let (sum, done) = tally(|| {
+            calls += 1;
+            match calls {
+                1 | 2 => Ok(Some(1000)),
+                _ => Err(QueueError::Unavailable("down".into())),
+            }
+        });
+        assert_eq!(sum, 2000);
+        assert!(matches!(done, Err(QueueError::Unavailable(_))));
+        let (sum, done) = tally({
+            let mut left = vec![Some(3), Some(0), Some(4), None];
+            move || Ok(left.remove(0))
+        });
+        assert_eq!((sum, done.is_ok()), (7, true));
+    }
 }
