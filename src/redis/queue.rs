@@ -305,7 +305,10 @@ impl Queue {
     /// Waiting jobs due in `range`, earliest first: a page of at most
     /// `limit` jobs (1 to [`MAX_PAGE`](super::MAX_PAGE)) from `after` on
     /// (`None`: from the start). A page costs O(log n + limit), however
-    /// many jobs wait; [`Page::next`](super::Page::next) goes on.
+    /// many jobs wait; [`Page::next`](super::Page::next) goes on. A queue
+    /// of several [`partitions`](super::QueueBuilder::partitions) is listed
+    /// partition after partition, in this order within each: merging them
+    /// would read every partition for every page.
     ///
     /// # Errors
     ///
@@ -345,7 +348,7 @@ impl Queue {
     }
 
     /// Jobs in flight (delivered, not yet acked), the soonest lease to run
-    /// out first; paged as [`pending`](Self::pending). [`Listed::at`](super::Listed::at)
+    /// out first (within each partition); paged as [`pending`](Self::pending). [`Listed::at`](super::Listed::at)
     /// is when the lease runs out.
     ///
     /// # Errors
@@ -369,7 +372,8 @@ impl Queue {
         .wait()
     }
 
-    /// Dead-lettered jobs, oldest first; paged as [`pending`](Self::pending).
+    /// Dead-lettered jobs, oldest first (within each partition); paged as
+    /// [`pending`](Self::pending).
     /// [`Listed::at`](super::Listed::at) is when the job was dead-lettered.
     ///
     /// # Errors
