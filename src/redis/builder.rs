@@ -329,7 +329,10 @@ impl QueueBuilder {
     /// Connects even if the server's `maxmemory-policy` may evict the
     /// queue's keys (`allkeys-*`), which `connect` refuses by default: an
     /// evicted key loses jobs, or lets an acked id run again. The policy
-    /// read is reported by [`Queue::eviction_policy`].
+    /// read is reported by [`Queue::eviction_policy`]. Behind Sentinel the
+    /// same holds for every master the queue follows after a failover:
+    /// without this, calls answer [`QueueError::EvictingServer`](super::QueueError::EvictingServer)
+    /// while Sentinel names one that may evict.
     ///
     /// ```
     /// # let b = tickwheel::redis::Queue::builder("redis://127.0.0.1:1", "q");

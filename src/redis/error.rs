@@ -53,7 +53,8 @@ pub enum QueueError {
     /// `MOVED` for the queue's keys (use `Queue::cluster_builder`).
     Connect(String),
     /// The server may evict keys (`maxmemory-policy`, named here), which
-    /// would silently lose jobs; see
+    /// would silently lose jobs: at connect, or from a call once Sentinel
+    /// promoted a master that may (the queue does not write there); see
     /// [`QueueBuilder::allow_eviction`](super::QueueBuilder::allow_eviction).
     EvictingServer(String),
     /// The delivery came from another queue: a consumer acks, nacks and

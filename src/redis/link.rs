@@ -171,6 +171,11 @@ impl Io {
             if !worth_retrying(&err) {
                 return Err(QueueError::Server(err.to_string()));
             }
+            if let Conn::Sentinel(sentinel) = conn {
+                if let Some(policy) = sentinel.refused() {
+                    return Err(QueueError::EvictingServer(policy));
+                }
+            }
             if redirected(conn, &err) {
                 return Err(QueueError::Connect(alloc::format!(
                     "{err}: the server is a Redis Cluster node that does not serve \

@@ -54,7 +54,10 @@ pub struct Metrics {
     pub round_trips: u64,
     /// Failed attempts (each retried, until the retry window ends).
     pub failures: u64,
-    /// Connections dialled (the queue's, and hint subscriptions).
+    /// Connections this crate dialled: the queue's at connect, a new
+    /// master's after a Sentinel failover, and hint subscriptions.
+    /// redis-rs's own redials of a dropped connection are not counted;
+    /// [`failures`](Self::failures) counts the attempts that failed meanwhile.
     pub dials: u64,
     /// Claims run.
     pub claims: u64,

@@ -430,7 +430,10 @@ impl Queue {
     /// The server's `maxmemory-policy` as read at connect, or `None` if
     /// the server would not say (`CONFIG` and `INFO` both refused). On a
     /// Redis Cluster every master is read, and an evicting master's
-    /// policy is the one shown (and refused, unless allowed).
+    /// policy is the one shown (and refused, unless allowed). Behind
+    /// Sentinel, a master promoted later is read when the queue would
+    /// follow it there, and refused the same way; this still shows the
+    /// first master's.
     ///
     /// ```no_run
     /// # let q = tickwheel::redis::Queue::connect("redis://127.0.0.1:6380", "orders")?;

@@ -12,6 +12,12 @@
 //! its retry window, as any other, so a failover costs callers that window
 //! of waiting, not an error. Hints ride their own connection, which asks
 //! the sentinels each time it is made.
+//!
+//! A new master is dialled (and counted in `Metrics::dials`) and its
+//! eviction policy read before any call goes there, as at connect: one
+//! that may evict the queue's keys is not followed unless the queue allows
+//! eviction, and calls fail with [`QueueError::EvictingServer`] until
+//! Sentinel names another. The old master's policy was the only one read.
 
 use alloc::boxed::Box;
 use alloc::format;
@@ -29,8 +35,10 @@ use redis::{
 };
 
 use super::builder::QueueBuilder;
+use super::counters::bump;
+use super::link::Ctx;
 use super::queue::Queue;
-use super::server::{Reach, Target};
+use super::server::{self, Conn, Reach, Target};
 use super::QueueError;
 use crate::event::event;
 
@@ -253,6 +261,11 @@ struct Shared {
     /// When the sentinels were last asked; held while asking, so one
     /// caller asks for all.
     asked: tokio::sync::Mutex<Instant>,
+    /// The queue's options and counters.
+    ctx: Arc<Ctx>,
+    /// The eviction policy of the master Sentinel names, when the queue
+    /// would not follow it there.
+    refused: parking_lot::Mutex<Option<String>>,
 }
 
 impl SentinelConn {
@@ -260,6 +273,7 @@ impl SentinelConn {
         target: &SentinelTarget,
         reach: &Reach,
         config: ConnectionManagerConfig,
+        ctx: &Arc<Ctx>,
     ) -> RedisResult<SentinelConn> {
         let client = target.master(reach).await?;
         let addr = client.get_connection_info().addr().clone();
@@ -272,7 +286,15 @@ impl SentinelConn {
             config,
             current: parking_lot::Mutex::new((addr, 0, manager)),
             asked: tokio::sync::Mutex::new(Instant::now()),
+            ctx: Arc::clone(ctx),
+            refused: parking_lot::Mutex::new(None),
         })))
+    }
+
+    /// The eviction policy of the master Sentinel names, if the queue
+    /// refused to follow it there.
+    pub(super) fn refused(&self) -> Option<String> {
+        self.0.refused.lock().clone()
     }
 
     fn current(&self) -> (u64, ConnectionManager) {
@@ -298,6 +320,22 @@ impl SentinelConn {
         }
         let connect = client.get_connection_manager_with_config(self.0.config.clone());
         if let Ok(manager) = within(self.0.reach.io_timeout, connect).await {
+            let ctx = &self.0.ctx;
+            bump(&ctx.counters.dials, 1);
+            let policy = server::eviction_policy(&mut Conn::Single(manager.clone())).await;
+            let evicting = policy.filter(|p| server::evicts_queue_keys(p));
+            if let Some(policy) = evicting.filter(|_| !ctx.options.allow_eviction) {
+                event!(
+                    error,
+                    "redis sentinel names a master that may evict the queue's keys; not following",
+                    queue = self.0.target.describe(),
+                    master = super::server::describe_node(client.get_connection_info()),
+                    policy = policy
+                );
+                *self.0.refused.lock() = Some(policy);
+                return;
+            }
+            *self.0.refused.lock() = None;
             event!(
                 warn,
                 "redis sentinel names another master; calls go there now",

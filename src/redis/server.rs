@@ -6,6 +6,7 @@
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::time::Duration;
 
@@ -15,6 +16,7 @@ use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::io::tcp::{socket2, TcpSettings};
 use redis::{Client, Cmd, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisFuture, Value};
 
+use super::link::Ctx;
 use super::sentinel::{SentinelConn, SentinelTarget};
 use super::QueueError;
 
@@ -181,7 +183,7 @@ impl Reach {
     }
 
     /// The queue's multiplexed connection (one attempt; the caller retries).
-    pub(super) async fn connect(&self) -> Result<Conn, redis::RedisError> {
+    pub(super) async fn connect(&self, ctx: &Arc<Ctx>) -> Result<Conn, redis::RedisError> {
         self.install_crypto();
         match &self.target {
             Target::Single(info) => {
@@ -196,7 +198,8 @@ impl Reach {
                 Ok(Conn::Cluster(client.get_async_connection().await?))
             }
             Target::Sentinel(sentinel) => {
-                let conn = SentinelConn::connect(sentinel, self, self.manager_config()).await?;
+                let conn =
+                    SentinelConn::connect(sentinel, self, self.manager_config(), ctx).await?;
                 Ok(Conn::Sentinel(conn))
             }
         }

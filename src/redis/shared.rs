@@ -278,14 +278,14 @@ async fn set_up(ctx: Arc<Ctx>) -> Result<Io, QueueError> {
 
 /// Dials the server within the retry window, and checks its eviction
 /// policy.
-async fn connect(ctx: &Ctx) -> Result<Conn, QueueError> {
+async fn connect(ctx: &Arc<Ctx>) -> Result<Conn, QueueError> {
     let started = Instant::now();
     let mut backoff = Duration::from_millis(10);
     let mut conn = loop {
         bump(&ctx.counters.dials, 1);
         // A PING proves the credentials: without them the connection
         // opens, and only the first command is refused.
-        let attempt = match ctx.reach.connect().await {
+        let attempt = match ctx.reach.connect(ctx).await {
             Ok(mut conn) => redis::cmd("PING")
                 .query_async::<()>(&mut conn)
                 .await

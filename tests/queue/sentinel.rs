@@ -204,3 +204,51 @@ fn the_admin_tool_finds_the_queue_through_sentinel() {
     );
     assert!(stdout.contains("\"live\":3"), "{stdout}");
 }
+
+/// The master Sentinel promotes is checked as the first one was: its
+/// replica may evict keys (`allkeys-lru`), so after a failover a queue
+/// that does not allow eviction refuses to write there
+/// (`EvictingServer`), and one that allows it follows and counts the dial.
+/// Only the first master's policy was read: both wrote to the evicting
+/// one, and `Metrics::dials` stayed where it was.
+#[test]
+fn a_promoted_master_that_may_evict_is_checked_as_the_first_was() {
+    let Some(mut watched) = Watched::start() else {
+        return;
+    };
+    let set = watched
+        .replica
+        .command(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    assert_eq!(set.trim_end(), "+OK");
+    let strict = watched
+        .builder()
+        .retry(Duration::from_secs(20), Duration::from_secs(1))
+        .connect()
+        .unwrap();
+    assert_eq!(strict.eviction_policy(), Some("noeviction"));
+    let allowed = watched
+        .builder()
+        .allow_eviction(true)
+        .retry(Duration::from_secs(30), Duration::from_secs(2))
+        .connect()
+        .unwrap();
+    strict.schedule_in("before", 3_600_000 * MS, b"").unwrap();
+    let dials = allowed.metrics().dials;
+
+    watched.master.kill9();
+    let answer = allowed.schedule_in("allowed", 3_600_000 * MS, b"");
+    assert!(
+        matches!(answer, Ok(Scheduled::Created { .. })),
+        "{answer:?}"
+    );
+    assert_eq!(watched.master_port(), watched.replica_port(), "no failover");
+    assert!(allowed.metrics().dials > dials, "the new master's dial");
+
+    let refused = strict.schedule_in("strict", 3_600_000 * MS, b"");
+    assert!(
+        matches!(&refused, Err(QueueError::EvictingServer(p)) if p == "allkeys-lru"),
+        "{refused:?}"
+    );
+    assert_eq!(allowed.job("strict").unwrap(), None, "written anyway");
+    assert!(allowed.job("before").unwrap().is_some());
+}
