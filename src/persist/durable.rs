@@ -336,7 +336,11 @@ where
     /// the value encodes to more than [`MAX_PAYLOAD`](super::MAX_PAYLOAD) bytes
     /// ([`ScheduleErrorKind::TooLarge`]); or `delay` takes the due time past
     /// what the clock can represent, as `Duration::MAX` does
-    /// ([`ScheduleErrorKind::OutOfRange`]). A refused job never runs.
+    /// ([`ScheduleErrorKind::OutOfRange`]). A refused job never runs, with
+    /// one exception: when its record was written but could not be synced
+    /// and then its cancel record could not be written either (counted in
+    /// [`write_errors`](Self::write_errors)), a crash before the next
+    /// compaction may bring it back on `open`.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("tickwheel-sched-doc-{}", std::process::id()));
