@@ -336,11 +336,12 @@ where
     /// the value encodes to more than [`MAX_PAYLOAD`](super::MAX_PAYLOAD) bytes
     /// ([`ScheduleErrorKind::TooLarge`]); or `delay` takes the due time past
     /// what the clock can represent, as `Duration::MAX` does
-    /// ([`ScheduleErrorKind::OutOfRange`]). A refused job never runs, with
-    /// one exception: when its record was written but could not be synced
-    /// and then its cancel record could not be written either (counted in
-    /// [`write_errors`](Self::write_errors)), a crash before the next
-    /// compaction may bring it back on `open`.
+    /// ([`ScheduleErrorKind::OutOfRange`]). A refused job never runs. If
+    /// its record was written (but not synced) and then its cancel record
+    /// cannot be written either, the record is cut off the file's end, or
+    /// the file is compacted without it; only if that fails too (counted
+    /// in [`compaction_failures`](Self::compaction_failures)) may the next
+    /// `open` bring it back.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("tickwheel-sched-doc-{}", std::process::id()));

@@ -31,6 +31,8 @@ use crate::metrics::metric;
 
 // `durable.rs` opens and replays the journal through this module.
 pub(super) use super::error::{io_at, JournalError};
+#[cfg(test)]
+use super::faults::Faults;
 pub(super) use super::job::{Job, RunAndRecord};
 pub(super) use super::replay::{inspect, replay};
 
@@ -88,6 +90,8 @@ pub(super) struct Log {
     /// The journal's metric handles (feature `metrics`).
     #[cfg(feature = "metrics")]
     pub(super) metrics: JournalMetrics,
+    #[cfg(test)]
+    pub(super) faults: Faults,
 }
 
 /// Why a record's append failed.
@@ -97,8 +101,18 @@ pub(super) enum AppendError {
     /// full, ...), and whatever part of it was written is cut off again.
     Unwritten,
     /// The record is written and in effect (compaction keeps it), but the
-    /// disk did not confirm it (`SyncPolicy::Always`'s fsync failed).
-    Unsynced,
+    /// disk did not confirm it (`SyncPolicy::Always`'s fsync failed). It
+    /// lies where [`Placed`] says.
+    Unsynced(Placed),
+}
+
+/// Where an appended record lies: bytes `start..end` of the file the
+/// journal had at `generation`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Placed {
+    generation: u64,
+    start: u64,
+    end: u64,
 }
 
 struct Journal {
@@ -112,6 +126,9 @@ struct Journal {
     appends: u64,
     /// After a failed compaction, the size at which to try again.
     retry_at: u64,
+    /// Files the journal has had since it opened: a compaction makes a
+    /// new one.
+    generation: u64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -165,6 +182,7 @@ impl Log {
                 len,
                 appends: 0,
                 retry_at: if compacted { 0 } else { len + len / 2 },
+                generation: 0,
             }),
             sync,
             synced: Mutex::new(0),
@@ -178,6 +196,8 @@ impl Log {
             flusher: OnceLock::new(),
             #[cfg(feature = "metrics")]
             metrics,
+            #[cfg(test)]
+            faults: Faults::default(),
         })
     }
 
@@ -218,8 +238,8 @@ impl Log {
     pub(super) fn append_job(&self, id: u64, record: Record) -> bool {
         match self.append(record) {
             Ok(()) => true,
-            Err(AppendError::Unsynced) => {
-                self.write_off(id);
+            Err(AppendError::Unsynced(placed)) => {
+                self.write_off_placed(id, Some(placed));
                 false
             }
             Err(AppendError::Unwritten) => false,
@@ -236,19 +256,42 @@ impl Log {
             Ok(()) => true,
             Err(err) => {
                 self.write_failed();
-                matches!(err, AppendError::Unsynced)
+                matches!(err, AppendError::Unsynced(_))
             }
         }
     }
 
     /// Takes job `id` out of the journal when it must not run again (its
     /// schedule record was not synced, the timer refused it, or `open`
-    /// discarded or dead-lettered it): a cancel record, and if even that
-    /// cannot be written (counted), the job leaves what compaction writes.
+    /// discarded or dead-lettered it): a cancel record.
     pub(super) fn write_off(&self, id: u64) {
+        self.write_off_placed(id, None);
+    }
+
+    /// [`write_off`](Self::write_off), knowing where the job's record lies
+    /// if it is the one just appended. If even the cancel cannot be
+    /// written (counted), the job's record must still go, or the next open
+    /// runs a job whose call was refused: cut off if it is still the
+    /// file's last, else by compacting now, unless a compaction failed
+    /// since the file last grew by half. Only then does the file keep it
+    /// (the failure counted in `compaction_failures`).
+    fn write_off_placed(&self, id: u64, placed: Option<Placed>) {
         if let Err(AppendError::Unwritten) = self.append(Record::Cancel { id }) {
             self.write_failed();
-            lock(&self.state).folded.apply(Record::Cancel { id });
+            let mut journal = lock(&self.state);
+            journal.folded.apply(Record::Cancel { id });
+            let last =
+                placed.filter(|p| p.generation == journal.generation && p.end == journal.len);
+            let cut = last.is_some_and(|p| journal.file.set_len(p.start).is_ok());
+            if let (true, Some(p)) = (cut, last) {
+                journal.len = p.start;
+            } else if journal.len > journal.retry_at && self.compact_locked(&mut journal).is_err() {
+                // As after a failed compaction on append: not again until
+                // the file has grown by half (a full disk once made every
+                // write-off of an `open` compact, and fail, in turn).
+                self.compaction_failures.fetch_add(1, Ordering::Relaxed);
+                journal.retry_at = journal.len + journal.len / 2;
+            }
         }
     }
 
@@ -257,10 +300,16 @@ impl Log {
     pub(super) fn append(&self, record: Record) -> Result<(), AppendError> {
         let mut bytes = Vec::with_capacity(64);
         format::encode(&record, &mut bytes);
-        let (appended, _published) = {
+        let (appended, placed, _published) = {
             let mut journal = lock(&self.state);
+            let start = journal.len;
+            let generation = journal.generation;
             let mut file: &File = &journal.file;
-            if file.write_all(&bytes).is_err() {
+            #[cfg(test)]
+            let injected = self.faults.write.swap(false, Ordering::AcqRel);
+            #[cfg(not(test))]
+            let injected = false;
+            if injected || file.write_all(&bytes).is_err() {
                 // Cut off what part of the record got written (the file
                 // is in append mode): nothing of it stays. If that fails
                 // too, the torn record stays, and a replay skips it.
@@ -286,14 +335,19 @@ impl Log {
                 }
                 compacted = Some(done);
             }
+            let placed = Placed {
+                generation,
+                start,
+                end: start + bytes.len() as u64,
+            };
             // For the metrics, published after the lock.
-            (journal.appends, (journal.len, compacted))
+            (journal.appends, placed, (journal.len, compacted))
         };
         metric!(self.publish(_published.0, _published.1));
         match self.sync {
             SyncPolicy::Always => self
                 .sync_through(appended)
-                .map_err(|_| AppendError::Unsynced),
+                .map_err(|_| AppendError::Unsynced(placed)),
             SyncPolicy::Every(_) => {
                 if !self.dirty.swap(true, Ordering::AcqRel) {
                     if let Some(flusher) = self.flusher.get() {
@@ -317,6 +371,11 @@ impl Log {
             let journal = lock(&self.state);
             (Arc::clone(&journal.file), journal.appends)
         };
+        #[cfg(test)]
+        if self.faults.sync_then_write.swap(false, Ordering::AcqRel) {
+            self.faults.write.store(true, Ordering::Release);
+            return Err(io::Error::other("an fsync failure injected by a test"));
+        }
         file.sync_data()?;
         *synced = upto;
         Ok(())
@@ -400,6 +459,7 @@ impl Log {
         journal.file = Arc::new(file);
         journal.len = len;
         journal.retry_at = 0;
+        journal.generation += 1;
         Ok(())
     }
 }

@@ -53,6 +53,8 @@ mod decode;
 mod durable;
 mod epoch;
 mod error;
+#[cfg(test)]
+mod faults;
 mod folded;
 mod format;
 mod handle;
