@@ -5,6 +5,7 @@
 extern crate alloc;
 
 mod async_promises;
+mod futures_audit;
 mod hand_offs;
 mod interval;
 mod late_driver;

@@ -67,7 +67,8 @@ pub struct Interval {
     waiting: bool,
     /// Points of the grid before the timer's tick 0, which ticks cannot
     /// express (a start earlier than the timer): the next one and how
-    /// many are still to come, at once, before the ticks' grid goes on.
+    /// many are still to come, at once (under `Burst`; one otherwise),
+    /// before the ticks' grid goes on.
     early: Option<(Instant, u64)>,
     /// How much earlier than the start of its tick each point of the grid
     /// falls (under a tick): a grid placed at an instant between two of
@@ -207,10 +208,9 @@ impl Interval {
         });
         self.restart(on_grid);
         self.offset = offset;
-        let owed = match self.missed {
-            MissedTicks::Burst => u64::try_from(points).unwrap_or(u64::MAX),
-            MissedTicks::Skip | MissedTicks::Delay => 1,
-        };
+        // All of them: the policy when each comes says how many are given
+        // (`set_missed_tick_behavior` may change it meanwhile).
+        let owed = u64::try_from(points).unwrap_or(u64::MAX);
         self.early = Some((first, owed));
     }
 
@@ -223,14 +223,16 @@ impl Interval {
     }
 
     /// Yields the early point `at`, `left` of them still owed; `None` once
-    /// the timer has stopped. After the last, the grid goes on as after
-    /// any missed tick.
+    /// the timer has stopped. `Burst` gives every one, `Skip` and `Delay`
+    /// only this one (the policy now, not the one when they were placed).
+    /// After the last, the grid goes on as after any missed tick.
     fn early_tick(&mut self, at: Instant, left: u64) -> Option<Instant> {
         let timer = &self.sleep.timer;
         if timer.is_stopped() {
             return None;
         }
-        let next = at.checked_add(self.period()).filter(|_| left > 1);
+        let burst = self.missed == MissedTicks::Burst;
+        let next = at.checked_add(self.period()).filter(|_| burst && left > 1);
         self.early = next.map(|next| (next, left - 1));
         if self.early.is_none() {
             let now = self.now();

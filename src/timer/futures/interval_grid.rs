@@ -22,7 +22,7 @@
 //!
 //! Points of the grid before the timer's tick 0 (a start earlier than the
 //! timer) cannot be expressed in ticks: they are owed at once (all under
-//! `Burst`, the first otherwise). Then `Burst` goes on from the grid's
+//! `Burst`, the next one otherwise, by the policy at each poll). Then `Burst` goes on from the grid's
 //! first point at or after tick 0, `Skip` from its first point after now
 //! and `Delay` a period from now. That first point is found by remainder
 //! in `u128` nanoseconds, never by multiplying the period, which once
