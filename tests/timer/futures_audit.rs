@@ -3,11 +3,17 @@
 //! docs and `tokio::time`'s semantics where they claim it. Each test
 //! failed before its fix.
 
+use core::future::Future;
 use core::task::{Context, Poll};
+use core::time::Duration;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Mutex;
 
-use tickwheel::timer::{Clock, MissedTicks};
+use tickwheel::timer::{Clock, Elapsed, Expired, ManualClock, MissedTicks};
+use tickwheel::Timer;
 
-use crate::sleep::{counting, manual, MS};
+use crate::sleep::{counting, manual, poll, MS};
+use crate::timers::wait_for;
 
 /// The bug: `set_missed_tick_behavior` applies "from the next tick on",
 /// but the points of an `interval_at` grid before the timer was built
@@ -51,4 +57,75 @@ fn a_policy_set_after_an_early_start_applies_to_the_owed_ticks() {
         );
     }
     assert!(ticks.poll_tick(&mut cx).is_pending());
+}
+/// A timer of `u32`s on a manual clock whose executor holds the driver in
+/// its hand-off of [`GATE`] until the test sends on the returned `open`
+/// (`entered` says it is held): a stop then waits for the driver before
+/// it drains the wheels.
+fn gated() -> (ManualClock, Timer<u32, Gate>, Receiver<()>, Sender<()>) {
+    let clock = ManualClock::new();
+    let (entered_tx, entered) = mpsc::channel();
+    let (open, open_rx) = mpsc::channel::<()>();
+    let gate = Mutex::new((entered_tx, open_rx));
+    let executor: Gate = Box::new(move |fired| {
+        if fired.value == GATE {
+            let gate = gate.lock().unwrap();
+            gate.0.send(()).unwrap();
+            let _ = gate.1.recv_timeout(Duration::from_secs(30));
+        }
+    });
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .slack(Duration::ZERO)
+        .shards(1)
+        .executor(executor)
+        .build()
+        .unwrap();
+    (clock, timer, entered, open)
+}
+
+const GATE: u32 = u32::MAX;
+type Gate = Box<dyn Fn(Expired<u32>) + Send + Sync>;
+
+/// The bug: "a poll that finds the timer stopped completes" held only
+/// once the stop's drain had taken the sleep's entry, and the drain comes
+/// after the driver exits. While a stop waited for a driver busy in a
+/// hand-off, a pending sleep polled again said `Pending` (though
+/// `is_elapsed` said `true`), a `Timeout` did not say `Elapsed` and an
+/// `Interval` did not end: each waited for the driver.
+#[test]
+fn a_poll_during_a_stop_completes_before_the_drain() {
+    let (clock, timer, entered, open) = gated();
+    let (_, waker) = counting();
+    let mut sleep = timer.sleep(Duration::from_secs(60));
+    let mut timeout =
+        Box::pin(timer.timeout(Duration::from_secs(60), core::future::pending::<()>()));
+    let mut ticks = timer
+        .interval(Duration::from_secs(60), MissedTicks::Skip)
+        .unwrap();
+    let mut cx = Context::from_waker(&waker);
+    assert!(poll(&mut sleep, &waker).is_pending());
+    assert!(timeout.as_mut().poll(&mut cx).is_pending());
+    assert!(ticks.poll_tick(&mut cx).is_pending());
+    timer.schedule(MS, GATE).unwrap();
+    clock.advance(MS);
+    entered.recv_timeout(Duration::from_secs(10)).unwrap();
+    let stopping = timer.clone();
+    let stop = std::thread::spawn(move || stopping.shutdown());
+    wait_for("the stop to begin", || sleep.is_elapsed());
+    let polled = (
+        poll(&mut sleep, &waker),
+        timeout.as_mut().poll(&mut cx),
+        ticks.poll_tick(&mut cx),
+    );
+    open.send(()).unwrap();
+    stop.join().unwrap();
+    assert_eq!(
+        polled,
+        (
+            Poll::Ready(()),
+            Poll::Ready(Err(Elapsed)),
+            Poll::Ready(None)
+        )
+    );
 }

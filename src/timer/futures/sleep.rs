@@ -241,6 +241,12 @@ impl Future for Sleep {
             }
             return this.complete();
         }
+        // Stopped: the stop's drain, which takes the entry and wakes it,
+        // comes only once the driver has exited. Complete now, as
+        // `is_elapsed` already says; the drain still takes the entry.
+        if this.timer.is_stopped() {
+            return this.complete();
+        }
         match this.filed {
             None => this.file(cx.waker()),
             Some((handle, _)) if this.timer.refresh(handle, cx.waker()) => Poll::Pending,
