@@ -15,6 +15,8 @@ use tickwheel::Timer;
 use crate::sleep::{counting, manual, poll, MS};
 use crate::timers::wait_for;
 
+const US: Duration = Duration::from_micros(1);
+
 /// The bug: `set_missed_tick_behavior` applies "from the next tick on",
 /// but the points of an `interval_at` grid before the timer was built
 /// were counted once, under the policy the interval was made with. An
@@ -128,4 +130,52 @@ fn a_poll_during_a_stop_completes_before_the_drain() {
             Poll::Ready(None)
         )
     );
+}
+
+/// The bug: `interval` (the first tick a period from now, then on that
+/// grid) and `reset_after` / `reset` (the next tick `after` from now)
+/// answered the instants of the timer's ticks they rounded up to, not
+/// their own: at 0.4 ms on a 1 ms tick, a 10 ms interval answered 11
+/// and 21 ms, where it was due at 10.4 and 20.4 ms (as tokio's answers,
+/// and as `interval_at` and `reset_at` already did). Only the answered
+/// instants move; the wake-ups stay on the ticks.
+#[test]
+fn interval_and_reset_after_answer_their_own_instants() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .tick(MS)
+        .slack(Duration::ZERO)
+        .build()
+        .unwrap();
+    let origin = clock.now();
+    let (_, waker) = counting();
+    let mut cx = Context::from_waker(&waker);
+    let step = |by: Duration| {
+        clock.advance(by);
+        timer.sync();
+    };
+    step(US * 400);
+    let mut ticks = timer.interval(10 * MS, MissedTicks::Burst).unwrap();
+    let mut beat = timer.interval(10 * MS, MissedTicks::Burst).unwrap();
+    beat.reset_after(5 * MS);
+    step(MS * 5 + US * 600); // 6 ms: the tick after 5.4 ms
+    assert_eq!(
+        beat.poll_tick(&mut cx),
+        Poll::Ready(Some(origin + US * 5_400))
+    );
+    beat.reset(); // at 6 ms: the next at 16 ms, on a tick already
+    step(5 * MS); // 11 ms
+    assert_eq!(
+        ticks.poll_tick(&mut cx),
+        Poll::Ready(Some(origin + US * 10_400))
+    );
+    step(5 * MS); // 16 ms
+    assert_eq!(beat.poll_tick(&mut cx), Poll::Ready(Some(origin + 16 * MS)));
+    step(5 * MS); // 21 ms
+    assert_eq!(
+        ticks.poll_tick(&mut cx),
+        Poll::Ready(Some(origin + US * 20_400))
+    );
+    assert!(ticks.poll_tick(&mut cx).is_pending());
 }

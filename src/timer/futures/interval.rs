@@ -72,9 +72,9 @@ pub struct Interval {
     early: Option<(Instant, u64)>,
     /// How much earlier than the start of its tick each point of the grid
     /// falls (under a tick): a grid placed at an instant between two of
-    /// the timer's ticks (`interval_at`, `reset_at`) answers its own
-    /// instants, not the ticks' (tokio's `tick` answers `start + n ×
-    /// period`). Zero for a grid restarted from now.
+    /// the timer's ticks (`interval`, `interval_at` and the resets)
+    /// answers its own instants, not the ticks' (tokio's `tick` answers
+    /// `start + n × period`). Zero for a grid `Delay` restarts from now.
     offset: Duration,
 }
 
@@ -251,15 +251,7 @@ impl Interval {
 
     /// Now, in the timer's ticks, rounded both ways.
     fn now(&self) -> Now {
-        let timer = &self.sleep.timer;
-        let at = timer.now();
-        let up = timer.tick_at(at);
-        let down = if up > 0 && timer.instant_of(up) > at {
-            up - 1
-        } else {
-            up
-        };
-        Now { down, up }
+        Now::of(&*self.sleep.timer)
     }
 }
 
@@ -293,8 +285,14 @@ impl Interval {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn reset_after(&mut self, after: Duration) {
-        // Saturates as `Timer::sleep` does: far means never, not now.
-        self.restart(self.sleep.timer.deadline_after(after));
+        let timer = &self.sleep.timer;
+        match timer.now().checked_add(after) {
+            // Its own instant, which may fall between two ticks.
+            Some(first) => self.place(first),
+            // Past the end of `Instant`: saturates as `Timer::sleep`
+            // does, far means never, not now.
+            None => self.restart(timer.deadline_after(after)),
+        }
     }
 
     /// Moves the schedule: the next tick a period from now (tokio's
@@ -385,11 +383,12 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         if period.is_zero() {
             return Err(ScheduleError::new(ScheduleErrorKind::ZeroPeriod, ()));
         }
-        Ok(Interval::new(
-            self.sleep(period),
-            self.owner.shared.time.ticks_in(period),
-            missed,
-        ))
+        let period_ticks = self.owner.shared.time.ticks_in(period);
+        let mut interval = Interval::new(self.sleep(period), period_ticks, missed);
+        // On the grid from now + period itself, not from the tick it
+        // rounds up to.
+        interval.reset_after(period);
+        Ok(interval)
     }
 
     /// Ticks every `period` from `start`: the first tick at `start` (at

@@ -30,6 +30,7 @@
 
 use core::time::Duration;
 
+use super::filed::Sleeps;
 use crate::timer::MissedTicks;
 use crate::Tick;
 
@@ -41,6 +42,20 @@ use crate::Tick;
 pub(super) struct Now {
     pub(super) down: Tick,
     pub(super) up: Tick,
+}
+
+impl Now {
+    /// Now on `timer`'s clock.
+    pub(super) fn of(timer: &dyn Sleeps) -> Now {
+        let at = timer.now();
+        let up = timer.tick_at(at);
+        let down = if up > 0 && timer.instant_of(up) > at {
+            up - 1
+        } else {
+            up
+        };
+        Now { down, up }
+    }
 }
 
 /// The tick after one due at `due` and polled at `now`; `awaited` if the
