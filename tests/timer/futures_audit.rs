@@ -179,3 +179,56 @@ fn interval_and_reset_after_answer_their_own_instants() {
     );
     assert!(ticks.poll_tick(&mut cx).is_pending());
 }
+
+/// The bug: after a missed tick `Delay` starts a new grid "a period from
+/// now", but it answered the instants of the ticks that grid rounded up
+/// to: a tick missed and polled at 25.4 ms on a 1 ms tick, 10 ms apart,
+/// made the next answer 36 ms, where it was due at 35.4 ms (tokio's
+/// `now + period`). The same after the points owed from a start before
+/// the timer was built.
+#[test]
+fn delay_answers_the_instants_of_its_new_grid() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .tick(MS)
+        .slack(Duration::ZERO)
+        .build()
+        .unwrap();
+    let origin = clock.now();
+    let (_, waker) = counting();
+    let mut cx = Context::from_waker(&waker);
+    let step = |by: Duration| {
+        clock.advance(by);
+        timer.sync();
+    };
+    let mut ticks = timer.interval(10 * MS, MissedTicks::Delay).unwrap();
+    let mut early = timer
+        .interval_at(origin - 30 * MS, 10 * MS, MissedTicks::Delay)
+        .unwrap();
+    step(US * 400);
+    assert_eq!(
+        early.poll_tick(&mut cx),
+        Poll::Ready(Some(origin - 30 * MS))
+    );
+    step(US * 25_000); // 25.4 ms: the tick due at 10 ms is missed
+    assert_eq!(
+        ticks.poll_tick(&mut cx),
+        Poll::Ready(Some(origin + 10 * MS))
+    );
+    assert_eq!(
+        early.poll_tick(&mut cx),
+        Poll::Ready(Some(origin + US * 10_400))
+    );
+    step(US * 10_600); // 36 ms
+    assert_eq!(
+        ticks.poll_tick(&mut cx),
+        Poll::Ready(Some(origin + US * 35_400))
+    );
+    step(10 * MS); // 46 ms
+    assert_eq!(
+        ticks.poll_tick(&mut cx),
+        Poll::Ready(Some(origin + US * 45_400))
+    );
+    assert!(ticks.poll_tick(&mut cx).is_pending());
+}

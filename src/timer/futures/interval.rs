@@ -7,7 +7,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 use std::time::Instant;
 
-use super::interval_grid::{across_origin, after, next_due, Now};
+use super::interval_grid::{across_origin, after, delay_grid, next_due, Now};
 use super::next_tick::NextTick;
 use super::sleep::Sleep;
 use crate::timer::executor::Executor;
@@ -132,14 +132,14 @@ impl Interval {
         let awaited = core::mem::take(&mut self.waiting);
         let due = self.sleep.deadline;
         let timer = &self.sleep.timer;
-        let now = self.now();
+        let now = Now::of(&**timer);
         let slack = timer.slack(self.sleep.class);
         let due_at = timer.instant_of(due);
         let due_at = due_at.checked_sub(self.offset).unwrap_or(due_at);
         let next = next_due(self.missed, due, self.period, now, slack, awaited);
         if next != due.saturating_add(self.period) && self.missed == MissedTicks::Delay {
-            // A new grid, from now.
-            self.offset = Duration::ZERO;
+            // A new grid, a period from now, on its own instants.
+            (_, self.offset) = delay_grid(&**timer, now, self.period);
         }
         self.sleep.reset_tick(next);
         Poll::Ready(Some(due_at))
@@ -235,23 +235,19 @@ impl Interval {
         let next = at.checked_add(self.period()).filter(|_| burst && left > 1);
         self.early = next.map(|next| (next, left - 1));
         if self.early.is_none() {
-            let now = self.now();
+            let now = Now::of(&*self.sleep.timer);
             let on_grid = self.sleep.deadline;
             match self.missed {
                 MissedTicks::Burst => {}
                 MissedTicks::Delay => {
-                    self.sleep.reset_tick(now.up.saturating_add(self.period));
-                    self.offset = Duration::ZERO;
+                    let (next, offset) = delay_grid(&*self.sleep.timer, now, self.period);
+                    self.sleep.reset_tick(next);
+                    self.offset = offset;
                 }
                 MissedTicks::Skip => self.sleep.reset_tick(after(on_grid, self.period, now.down)),
             }
         }
         Some(at)
-    }
-
-    /// Now, in the timer's ticks, rounded both ways.
-    fn now(&self) -> Now {
-        Now::of(&*self.sleep.timer)
     }
 }
 

@@ -1,5 +1,5 @@
-//! Where an [`Interval`](super::Interval)'s next tick falls: pure
-//! arithmetic on the timer's ticks, tested here.
+//! Where an [`Interval`](super::Interval)'s next tick falls: arithmetic
+//! on the timer's ticks (its pure part tested here).
 //!
 //! # The schedule
 //!
@@ -29,6 +29,7 @@
 //! overflowed a gap of `u32::MAX` periods into "never".
 
 use core::time::Duration;
+use std::time::Instant;
 
 use super::filed::Sleeps;
 use crate::timer::MissedTicks;
@@ -37,11 +38,12 @@ use crate::Tick;
 /// Now in whole ticks: the tick it is in (`down`) and the first not
 /// before it (`up`). A point is late only once `down` has passed it, and
 /// a new schedule starts from `up`, so that rounding never makes a tick
-/// missed or early.
+/// missed or early. `at` is now itself, where such a schedule starts.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Now {
     pub(super) down: Tick,
     pub(super) up: Tick,
+    pub(super) at: Instant,
 }
 
 impl Now {
@@ -54,8 +56,22 @@ impl Now {
         } else {
             up
         };
-        Now { down, up }
+        Now { down, up, at }
     }
+}
+
+/// `Delay`'s new grid after a miss polled at `now`: its first tick, a
+/// period from now, and how much earlier than that tick's start the
+/// grid's own instant, `now + period`, falls (the grid's offset).
+pub(super) fn delay_grid(timer: &dyn Sleeps, now: Now, period: Tick) -> (Tick, Duration) {
+    let next = now.up.saturating_add(period);
+    let offset = now
+        .at
+        .checked_add(timer.duration_of(period))
+        .map_or(Duration::ZERO, |first| {
+            timer.instant_of(next).saturating_duration_since(first)
+        });
+    (next, offset)
 }
 
 /// The tick after one due at `due` and polled at `now`; `awaited` if the
@@ -114,7 +130,8 @@ mod tests {
 
     /// Now exactly on tick `t`.
     fn at(t: Tick) -> Now {
-        Now { down: t, up: t }
+        let at = std::time::Instant::now();
+        Now { down: t, up: t, at }
     }
 
     #[test]
