@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::format;
-use super::outcome::RestoreReport;
+use super::outcome::{Jobs, RestoreReport};
 use super::{PendingJob, Snapshot};
 use crate::timer::ScheduleErrorKind;
 
@@ -123,7 +123,10 @@ pub(super) fn io_at(path: &Path, err: io::Error) -> JournalError {
 /// assert_eq!(err.to_string(), "snapshot has format version 99, this crate reads 1");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
+///
+/// Like the timer's `ScheduleError`, it is an error whatever `T` is, and
+/// its `Debug` hides the values: it gives the reason, the outcomes so far
+/// and how many jobs each list holds.
 #[non_exhaustive]
 pub struct RestoreError<T> {
     /// What went wrong.
@@ -175,4 +178,14 @@ impl<T> fmt::Display for RestoreError<T> {
     }
 }
 
-impl<T: fmt::Debug> core::error::Error for RestoreError<T> {}
+impl<T> fmt::Debug for RestoreError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RestoreError")
+            .field("reason", &self.reason)
+            .field("restored", &self.restored)
+            .field("remaining", &Jobs(self.remaining.len()))
+            .finish()
+    }
+}
+
+impl<T> core::error::Error for RestoreError<T> {}

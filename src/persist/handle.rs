@@ -3,9 +3,11 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt;
 use std::time::SystemTime;
 
 use super::decode::Damage;
+use super::outcome::Jobs;
 use super::{Outcome, PendingJob};
 use crate::timer::TimerHandle;
 
@@ -21,7 +23,9 @@ use crate::timer::TimerHandle;
 /// }
 /// # let _ = log;
 /// ```
-#[derive(Debug)]
+///
+/// Its `Debug` counts the dead letters rather than printing them, so
+/// `open(..).unwrap()` needs no `T: Debug`.
 #[non_exhaustive]
 pub struct Recovery<T> {
     /// Per restored job: its id and what the misfire policy did with it.
@@ -46,6 +50,20 @@ pub struct Recovery<T> {
     /// timetable's [`Missed`](crate::schedule::Missed) policy has dealt
     /// with the instants missed while the journal was closed.
     pub schedules: Vec<(String, SystemTime)>,
+}
+
+impl<T> fmt::Debug for Recovery<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recovery")
+            .field("outcomes", &self.outcomes)
+            .field("dead_letters", &Jobs(self.dead_letters.len()))
+            .field("damage", &self.damage)
+            .field("undecodable", &Jobs(self.undecodable.len()))
+            .field("found", &self.found)
+            .field("keys", &self.keys)
+            .field("schedules", &self.schedules)
+            .finish()
+    }
 }
 
 /// What [`DurableTimer::open`](super::DurableTimer::open) found at the

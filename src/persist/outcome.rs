@@ -2,6 +2,7 @@
 //! [`RestoreReport`] with the dead letters.
 
 use alloc::vec::Vec;
+use core::fmt;
 use std::time::SystemTime;
 
 use super::PendingJob;
@@ -85,11 +86,31 @@ impl Outcome {
 /// }
 /// # let _ = missed;
 /// ```
-#[derive(Debug)]
+///
+/// Its `Debug` counts the dead letters rather than printing them, so it
+/// needs no `T: Debug` and puts no payload in a log line.
 #[non_exhaustive]
 pub struct RestoreReport<T> {
     /// One per job of the snapshot, in its order.
     pub outcomes: Vec<Outcome>,
     /// Missed one-shot jobs the policy sent to the dead letters.
     pub dead_letters: Vec<PendingJob<T>>,
+}
+
+impl<T> fmt::Debug for RestoreReport<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RestoreReport")
+            .field("outcomes", &self.outcomes)
+            .field("dead_letters", &Jobs(self.dead_letters.len()))
+            .finish()
+    }
+}
+
+/// How many jobs a list holds, for a `Debug` that hides their values.
+pub(super) struct Jobs(pub(super) usize);
+
+impl fmt::Debug for Jobs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{} jobs]", self.0)
+    }
 }

@@ -17,6 +17,7 @@ mod journal_schedules;
 #[path = "../support/journals.rs"]
 mod journals;
 mod restore;
+mod restore_audit;
 mod restore_owed;
 mod restore_props;
 mod schedules_crash;
