@@ -111,7 +111,9 @@ pub(super) fn io_at(path: &Path, err: io::Error) -> JournalError {
 
 /// Why [`Timer::restore`](crate::timer::Timer::restore) stopped. Nothing
 /// is lost: the jobs restored so far are in `restored`, and the rest,
-/// untouched, in `remaining`.
+/// untouched, in `remaining`. A restore takes the jobs in due order, so
+/// the ones restored are the earliest due; each list keeps the snapshot's
+/// order.
 ///
 /// ```
 /// use std::time::SystemTime;
@@ -131,9 +133,10 @@ pub(super) fn io_at(path: &Path, err: io::Error) -> JournalError {
 pub struct RestoreError<T> {
     /// What went wrong.
     pub reason: RestoreFailure,
-    /// What was restored before it did.
+    /// What was restored before it did: an outcome per job restored, in
+    /// the snapshot's order.
     pub restored: RestoreReport<T>,
-    /// The jobs not restored, as they were in the snapshot.
+    /// The jobs not restored, as they were in the snapshot, in its order.
     pub remaining: Vec<PendingJob<T>>,
 }
 

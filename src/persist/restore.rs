@@ -37,11 +37,18 @@ where
     /// A restored fixed-rate job keeps its grid (`due + n × period`) and
     /// repeats clones of its value.
     ///
+    /// Jobs are scheduled in due order (equal due times in the snapshot's
+    /// order), whatever the snapshot's order: the jobs overdue at the
+    /// restart all fall due at once, and then run in due order, as they
+    /// would have in the original timer (within a shard: see
+    /// [`Builder::shards`](crate::timer::Builder::shards)). The report's
+    /// outcomes are in the snapshot's order.
+    ///
     /// # Errors
     ///
     /// [`RestoreError`] if the snapshot has another format version, or the
     /// timer refuses a job (full or shut down); it holds every job not yet
-    /// restored.
+    /// restored (the latest due, since the earliest go first).
     ///
     /// ```
     /// use std::time::{Duration, SystemTime};
@@ -100,8 +107,19 @@ where
                 spread_slots[i] = Some(wall.checked_add(offset).unwrap_or(wall));
             }
         }
-        let mut jobs = snapshot.jobs.into_iter().enumerate();
-        while let Some((i, job)) = jobs.next() {
+        // Scheduled in due order (ties in the snapshot's): every job
+        // overdue at the restart lands on the timer's current tick, where
+        // first scheduled is first out, so the snapshot's order (its
+        // shards' storage order) would otherwise decide which of them runs
+        // first. The outcomes stay in the snapshot's order.
+        let mut order: Vec<usize> = (0..snapshot.jobs.len()).collect();
+        order.sort_by_key(|&i| snapshot.jobs[i].due);
+        let mut outcomes: Vec<Option<Outcome>> = alloc::vec![None; snapshot.jobs.len()];
+        let mut jobs: Vec<Option<PendingJob<T>>> = snapshot.jobs.into_iter().map(Some).collect();
+        for i in order {
+            let Some(job) = jobs[i].take() else {
+                continue;
+            };
             let restored = if job.repeat.is_some() {
                 self.restore_repeating(epoch, job, policy)
             } else if !missed(&job) {
@@ -134,18 +152,19 @@ where
                 }
             };
             match restored {
-                Ok(outcome) => report.outcomes.push(outcome),
+                Ok(outcome) => outcomes[i] = Some(outcome),
                 Err((kind, job)) => {
-                    let mut remaining = alloc::vec![job];
-                    remaining.extend(jobs.map(|(_, job)| job));
+                    jobs[i] = Some(job);
+                    report.outcomes = outcomes.into_iter().flatten().collect();
                     return Err(RestoreError {
                         reason: RestoreFailure::Schedule(kind),
                         restored: report,
-                        remaining,
+                        remaining: jobs.into_iter().flatten().collect(),
                     });
                 }
             }
         }
+        report.outcomes = outcomes.into_iter().flatten().collect();
         Ok(report)
     }
 
