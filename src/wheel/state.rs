@@ -331,9 +331,11 @@ impl<T> Wheel<T> {
         self.nodes.entries.reserve(with_batch_room(additional));
     }
 
-    /// Returns unused memory at the end of the entry storage. Storage freed
-    /// in the middle is reused by later inserts instead (keys stay valid, so
-    /// entries are never moved).
+    /// Returns unused memory at the end of the entry storage, and the
+    /// scratch room that walking a slot of many due timers grew (4 bytes a
+    /// timer of the largest such burst). Storage freed in the middle is
+    /// reused by later inserts instead (keys stay valid, so entries are
+    /// never moved).
     ///
     /// ```
     /// let mut wheel = tickwheel::Wheel::with_capacity(1_000);
@@ -347,6 +349,9 @@ impl<T> Wheel<T> {
         // free list the arena rebuilds: unlink and release them first.
         self.unlink_cancelled();
         self.nodes.entries.shrink_to_fit();
+        // Empty between calls (`cascade` clears it), but as large as the
+        // most due timers one walk gathered.
+        self.batch.shrink_to_fit();
     }
 }
 

@@ -12,3 +12,4 @@ mod model;
 #[path = "../support/ops.rs"]
 mod ops;
 mod wheel;
+mod wheel_audit;
