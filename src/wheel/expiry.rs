@@ -20,6 +20,9 @@ use crate::Tick;
 /// once, costs no more than the bitmaps.
 const SLOT_PEEK: usize = 8;
 
+/// When and which list: a slot to process, or the overflow sweep.
+type Event = (Tick, ListId);
+
 impl<T> Wheel<T> {
     /// A tick no later than the earliest pending timer's effective deadline,
     /// or `None` if the wheel is empty. A value `≤ now()` means a timer is
@@ -48,10 +51,6 @@ impl<T> Wheel<T> {
     /// assert_eq!(wheel.next_expiration(), Some(100_000));
     /// ```
     pub fn next_expiration(&self) -> Option<Tick> {
-        // Cancelled timers awaiting their batched unlink still mark their
-        // slots; they may make the answer earlier (a lower bound, and
-        // advancing there unlinks them), but never make an empty wheel look
-        // busy.
         if self.is_empty() {
             return None;
         }
@@ -60,13 +59,43 @@ impl<T> Wheel<T> {
         }
         // Nothing due, so the cursor is at `now` (invariant 7) and every
         // event lies after it: advancing to either moves time.
-        let slot = self
-            .next_slot_event()
-            .map(|(start, list)| self.earliest_in_slot(start, list));
-        match (slot, self.overflow_event()) {
+        let (slot, sweep) = if self.cancelled_len == 0 {
+            (self.next_slot_event(), self.overflow_event())
+        } else {
+            self.next_live_events()
+        };
+        let slot = slot.map(|(start, list)| self.earliest_in_slot(start, list));
+        match (slot, sweep) {
             (Some(slot), Some((sweep, _))) => Some(slot.min(sweep)),
             (slot, sweep) => slot.or(sweep.map(|(at, _)| at)),
         }
+    }
+
+    /// The next slot event and overflow sweep, passing over lists that
+    /// hold only cancelled timers awaiting their batched unlink (they still
+    /// mark their slots: `next_expiration` once named a cancelled timer's
+    /// tick, where nothing fires). Bounded: each list is read up to its
+    /// first live timer, so at most `CANCEL_BATCH` vacant nodes in all.
+    #[cold]
+    #[inline(never)]
+    fn next_live_events(&self) -> (Option<Event>, Option<Event>) {
+        let g = self.geometry;
+        let mut slot = None;
+        'levels: for level in 0..g.levels() {
+            let mut occupied = self.occupied[level as usize];
+            let current = ((self.elapsed >> g.shift(level)) & g.mask()) as u32;
+            while let Some(distance) = next_occupied(occupied, current, g.slot_bits()) {
+                let index = (current + distance) & g.mask() as u32;
+                let list = self.lists.slot(level, index);
+                if self.nodes.holds_live(list) {
+                    slot = Some((slot_start(g, self.elapsed, level, distance), list));
+                    break 'levels;
+                }
+                occupied &= !(1 << index);
+            }
+        }
+        let live = |&(_, list): &Event| self.nodes.holds_live(list);
+        (slot, self.overflow_event().filter(live))
     }
 
     /// The earliest deadline in the slot `list` starting at `start` (the

@@ -138,6 +138,19 @@ impl<T> Nodes<T> {
         (next < SENTINEL_BASE).then_some(next)
     }
 
+    /// `true` if `list` holds an occupied node, not only nodes cancelled
+    /// and awaiting their batched unlink (`Wheel::cancel`).
+    pub(crate) fn holds_live(&self, list: ListId) -> bool {
+        let mut next = self.first(list);
+        while let Some(node) = next {
+            if self.entries.get(node).is_some() {
+                return true;
+            }
+            next = self.after(node);
+        }
+        false
+    }
+
     /// Links entry `node` (not in any list) at the back of `list`.
     #[inline]
     pub(crate) fn push_back(&mut self, list: ListId, node: u32) {

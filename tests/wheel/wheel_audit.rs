@@ -94,3 +94,38 @@ fn shrink_to_fit_after_a_burst_holds_no_more_than_a_fresh_wheel() {
     );
     drop((wheel, fresh));
 }
+
+/// `next_expiration` is the earliest deadline itself when the earliest
+/// timers are in level 0, or alone in a higher slot, as its docs say, even
+/// right after the earliest timer was cancelled. Before, a cancelled timer
+/// awaiting its batched unlink still marked its slot, and the answer was
+/// the cancelled timer's tick (5 below, and 128, the end of the cancelled
+/// level-1 timer's slot): a tickless driver woke there for nothing.
+#[test]
+fn next_expiration_passes_over_cancelled_timers() {
+    let mut wheel = Wheel::new();
+    let early = wheel.insert(5, "cancelled");
+    wheel.insert(10, "level 0");
+    assert_eq!(wheel.next_expiration(), Some(5));
+    assert_eq!(wheel.cancel(early), Some("cancelled"));
+    assert_eq!(wheel.next_expiration(), Some(10));
+
+    let mut wheel = Wheel::new();
+    let early = wheel.insert(100, "cancelled"); // level 1
+    wheel.insert(5_000, "level 2");
+    wheel.cancel(early);
+    assert_eq!(wheel.next_expiration(), Some(5_000));
+    // A tickless driver's loop reaches it in one wake-up.
+    let next = wheel.next_expiration().unwrap();
+    let fired: Vec<_> = wheel.advance(next).map(|e| e.value).collect();
+    assert_eq!(fired, ["level 2"]);
+    assert_eq!(wheel.next_expiration(), None);
+
+    // Many cancels, some of them sharing slots with live timers.
+    let mut wheel = Wheel::new();
+    let keys: Vec<_> = (0..20u64).map(|i| wheel.insert(3 + i * 7, i)).collect();
+    for key in keys.iter().step_by(2) {
+        wheel.cancel(*key);
+    }
+    assert_eq!(wheel.next_expiration(), Some(3 + 7));
+}
