@@ -140,9 +140,14 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         }
         let time = &self.owner.shared.time;
         let now = time.now();
+        // The grid's period in whole ticks, as documented: the runs owed
+        // are counted on it too (on the period as given, a 300 µs grid on
+        // a 1 ms tick once owed three times the runs it then kept).
+        let period_ticks = time.ticks_in(period);
         let (next_on_grid, owed) = match now.checked_duration_since(first) {
             Some(late) => {
-                let (late, every) = (late.as_nanos(), period.as_nanos());
+                let every = u128::from(period_ticks) * time.tick().as_nanos();
+                let late = late.as_nanos();
                 let past = u64::try_from(late / every)
                     .unwrap_or(u64::MAX)
                     .saturating_add(1);
@@ -174,7 +179,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
             cadence: Cadence::Rate {
                 base,
                 runs: 0,
-                period: time.ticks_in(period),
+                period: period_ticks,
                 missed,
                 owed,
             },
