@@ -160,7 +160,9 @@ pub enum RestoreFailure {
         /// The snapshot's version.
         found: u32,
     },
-    /// The timer refused a job (it is full or shut down).
+    /// The timer refused a job: it is full or shut down, or a repeating
+    /// job has a zero period (a snapshot made by hand; the timer never
+    /// takes one).
     Schedule(ScheduleErrorKind),
 }
 

@@ -47,7 +47,8 @@ where
     /// # Errors
     ///
     /// [`RestoreError`] if the snapshot has another format version, or the
-    /// timer refuses a job (full or shut down); it holds every job not yet
+    /// timer refuses a job (full or shut down, or a repeating job with a
+    /// zero period, which only a snapshot made by hand has); it holds every job not yet
     /// restored (the latest due, since the earliest go first).
     ///
     /// ```
