@@ -232,3 +232,40 @@ fn delay_answers_the_instants_of_its_new_grid() {
     );
     assert!(ticks.poll_tick(&mut cx).is_pending());
 }
+
+/// `Skip` goes on from the first point of the grid after now, as its docs
+/// and tokio's say, also on a grid between two ticks: a 10 ms grid at
+/// 0.4 ms past the tick, missed and polled at 20.7 ms, next answers
+/// 30.4 ms. It answered 20.4 ms (at 21 ms), a point already passed when
+/// it skipped, because it looked for the first point after now in whole
+/// ticks (that point's tick, 21 ms, was after now).
+#[test]
+fn skip_goes_on_from_the_first_point_after_now_between_ticks() {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .tick(MS)
+        .slack(Duration::ZERO)
+        .build()
+        .unwrap();
+    let origin = clock.now();
+    let (_, waker) = counting();
+    let mut cx = Context::from_waker(&waker);
+    let mut ticks = timer
+        .interval_at(origin + US * 400, 10 * MS, MissedTicks::Skip)
+        .unwrap();
+    clock.advance(US * 20_700);
+    timer.sync();
+    assert_eq!(
+        ticks.poll_tick(&mut cx),
+        Poll::Ready(Some(origin + US * 400))
+    );
+    let next = ticks.poll_tick(&mut cx);
+    assert!(next.is_pending(), "a point already passed: {next:?}");
+    clock.advance(US * 10_300); // 31 ms, the tick of 30.4 ms
+    timer.sync();
+    assert_eq!(
+        ticks.poll_tick(&mut cx),
+        Poll::Ready(Some(origin + US * 30_400))
+    );
+}

@@ -23,13 +23,13 @@ use crate::Tick;
 /// due while the task was not waiting for it (tokio uses a fixed 5 ms);
 /// one the task was waiting for is not missed however late the wake-up,
 /// unless the next point has passed that way too. It is a
-/// `futures_core::Stream` of the instants each tick was due, and reuses one
-/// sleep for every tick.
+/// `futures_core::Stream` of the instants each tick was due, and reuses
+/// one sleep for every tick.
 ///
 /// When the timer stops (shut down, or its last handle dropped) the
-/// interval ends: [`tick`](Self::tick) answers `None` and the stream ends,
-/// at once and on every later call. It never answers an instant that has
-/// not come.
+/// interval ends: [`tick`](Self::tick) answers `None` and the stream
+/// ends, at once and on every later call. It never answers an instant
+/// that has not come.
 ///
 /// ```
 /// use std::time::Duration;
@@ -66,15 +66,13 @@ pub struct Interval {
     /// dropped): that tick is not missed, however late the wake-up.
     waiting: bool,
     /// Points of the grid before the timer's tick 0, which ticks cannot
-    /// express (a start earlier than the timer): the next one and how
-    /// many are still to come, at once (under `Burst`; one otherwise),
-    /// before the ticks' grid goes on.
+    /// express (a start earlier than the timer): the next one and how many
+    /// are still to come at once (under `Burst`), before the ticks' grid.
     early: Option<(Instant, u64)>,
     /// How much earlier than the start of its tick each point of the grid
-    /// falls (under a tick): a grid placed at an instant between two of
-    /// the timer's ticks (`interval`, `interval_at` and the resets)
-    /// answers its own instants, not the ticks' (tokio's `tick` answers
-    /// `start + n × period`). Zero for a grid `Delay` restarts from now.
+    /// falls (under a tick): a grid placed between two of the timer's
+    /// ticks answers its own instants, not the ticks' (tokio's `tick`
+    /// answers `start + n × period`).
     offset: Duration,
 }
 
@@ -136,7 +134,11 @@ impl Interval {
         let slack = timer.slack(self.sleep.class);
         let due_at = timer.instant_of(due);
         let due_at = due_at.checked_sub(self.offset).unwrap_or(due_at);
-        let next = next_due(self.missed, due, self.period, now, slack, awaited);
+        let mut next = next_due(self.missed, due, self.period, now, slack, awaited);
+        // Skipping: from the first point after now by the grid's own instants.
+        if self.missed == MissedTicks::Skip && next != due.saturating_add(self.period) {
+            next = after(due, self.period, now.passed_by(&**timer, self.offset));
+        }
         if next != due.saturating_add(self.period) && self.missed == MissedTicks::Delay {
             // A new grid, a period from now, on its own instants.
             (_, self.offset) = delay_grid(&**timer, now, self.period);
@@ -222,10 +224,9 @@ impl Interval {
         self.offset = Duration::ZERO;
     }
 
-    /// Yields the early point `at`, `left` of them still owed; `None` once
-    /// the timer has stopped. `Burst` gives every one, `Skip` and `Delay`
-    /// only this one (the policy now, not the one when they were placed).
-    /// After the last, the grid goes on as after any missed tick.
+    /// Yields the early point `at`, `left` of them still owed (`None` once
+    /// stopped): `Burst` gives every one, `Skip` and `Delay` this one, by
+    /// the policy now; then the grid goes on as after any missed tick.
     fn early_tick(&mut self, at: Instant, left: u64) -> Option<Instant> {
         let timer = &self.sleep.timer;
         if timer.is_stopped() {
@@ -235,16 +236,20 @@ impl Interval {
         let next = at.checked_add(self.period()).filter(|_| burst && left > 1);
         self.early = next.map(|next| (next, left - 1));
         if self.early.is_none() {
-            let now = Now::of(&*self.sleep.timer);
-            let on_grid = self.sleep.deadline;
+            let timer = &*self.sleep.timer;
+            let now = Now::of(timer);
             match self.missed {
                 MissedTicks::Burst => {}
                 MissedTicks::Delay => {
-                    let (next, offset) = delay_grid(&*self.sleep.timer, now, self.period);
+                    let (next, offset) = delay_grid(timer, now, self.period);
                     self.sleep.reset_tick(next);
                     self.offset = offset;
                 }
-                MissedTicks::Skip => self.sleep.reset_tick(after(on_grid, self.period, now.down)),
+                MissedTicks::Skip => {
+                    let passed = now.passed_by(timer, self.offset);
+                    let next = after(self.sleep.deadline, self.period, passed);
+                    self.sleep.reset_tick(next);
+                }
             }
         }
         Some(at)

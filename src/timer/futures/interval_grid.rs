@@ -49,7 +49,20 @@ pub(super) struct Now {
 impl Now {
     /// Now on `timer`'s clock.
     pub(super) fn of(timer: &dyn Sleeps) -> Now {
-        let at = timer.now();
+        Now::at(timer, timer.now())
+    }
+
+    /// The tick a grid whose points fall `offset` before their ticks has
+    /// passed: its points up to that tick are not after now. `Skip` goes
+    /// on from the first point after it (from `down`, it once answered a
+    /// point already passed, up to a tick before now).
+    pub(super) fn passed_by(self, timer: &dyn Sleeps, offset: Duration) -> Tick {
+        self.at
+            .checked_add(offset)
+            .map_or(self.down, |at| Now::at(timer, at).down)
+    }
+
+    fn at(timer: &dyn Sleeps, at: Instant) -> Now {
         let up = timer.tick_at(at);
         let down = if up > 0 && timer.instant_of(up) > at {
             up - 1
