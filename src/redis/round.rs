@@ -10,7 +10,7 @@ use super::batched::{acked, AckJob, ACK};
 use super::counters::bump;
 use super::keys::Token;
 use super::knowledge::{Anchor, Knowledge};
-use super::lanes::Batched;
+use super::lanes::{Batched, MAX_CALLS};
 use super::link::Io;
 use super::lua::lua;
 use super::ops::{array, delivery, int};
@@ -87,46 +87,66 @@ pub(super) async fn claim_round(
         at.push(i);
         jobs.push(ack);
     }
-    let mut calls: Vec<(usize, Option<usize>, Vec<AckJob>)> = Vec::new();
-    for &(part, max) in plan {
-        calls.push((part, Some(max), core::mem::take(&mut by_part[part].1)));
+    let mut answers: Vec<(usize, Vec<usize>, Called)> = Vec::new();
+    // A script call carries at most `MAX_CALLS` acks: Lua unpacks at most
+    // about 8,000 values into a command, and each ack adds two to a write
+    // (an `ack_and_fetch` of several batches once failed with "too many
+    // results to unpack", acking none). The rest go first, alone, so that
+    // a claim of the same round still finds them acked.
+    for (part, (at, jobs)) in by_part.iter_mut().enumerate() {
+        if down.get(part).and_then(Option::as_ref).is_some() {
+            continue;
+        }
+        while jobs.len() > MAX_CALLS {
+            let chunk: Vec<AckJob> = jobs.drain(..MAX_CALLS).collect();
+            let chunk_at: Vec<usize> = at.drain(..MAX_CALLS).collect();
+            let answer = call(io, part, None, &chunk).await;
+            let failed = answer.0.as_ref().err().cloned();
+            answers.push((part, chunk_at, answer));
+            if let Some(err) = failed {
+                // Its shard failed for the retry window: the rest fail
+                // alike, unsent.
+                jobs.clear();
+                answers.push((part, core::mem::take(at), (Err(err), None)));
+            }
+        }
     }
-    let mut answers: Vec<(usize, Called)> = Vec::new();
-    for (part, (_, jobs)) in by_part.iter_mut().enumerate() {
+    let mut calls: Vec<PartCall> = Vec::new();
+    for &(part, max) in plan {
+        let (at, jobs) = &mut by_part[part];
+        calls.push((part, Some(max), core::mem::take(at), core::mem::take(jobs)));
+    }
+    for (part, (at, jobs)) in by_part.iter_mut().enumerate() {
         if jobs.is_empty() {
             continue;
         }
+        let at = core::mem::take(at);
         match down.get(part).and_then(Option::as_ref) {
-            Some(err) => answers.push((part, (Err(err.clone()), None))),
-            None => calls.push((part, None, core::mem::take(jobs))),
+            Some(err) => answers.push((part, at, (Err(err.clone()), None))),
+            None => calls.push((part, None, at, core::mem::take(jobs))),
         }
     }
     if calls.len() == 1 {
         // One partition (the usual case): no task of its own.
-        let (part, max, jobs) = calls.remove(0);
-        answers.push((part, call(io, part, max, &jobs).await));
+        let (part, max, at, jobs) = calls.remove(0);
+        answers.push((part, at, call(io, part, max, &jobs).await));
     } else if !calls.is_empty() {
         let mut set = tokio::task::JoinSet::new();
         let mut part_of = Vec::new();
-        for (part, max, jobs) in calls {
+        for (part, max, at, jobs) in calls {
             let io = io.clone();
             let task = set.spawn(async move { call(&io, part, max, &jobs).await });
-            part_of.push((task.id(), part));
+            part_of.push((task.id(), part, at));
         }
-        let part = |id| {
-            part_of
-                .iter()
-                .find(|(task, _)| *task == id)
-                .map(|(_, p)| *p)
-        };
         while let Some(done) = set.join_next_with_id().await {
             let (id, answer) = match done {
                 Ok((id, answer)) => (id, answer),
                 // A call that panicked: its partition failed.
                 Err(e) => (e.id(), (Err(QueueError::Server(e.to_string())), None)),
             };
-            if let Some(part) = part(id) {
-                answers.push((part, answer));
+            if let Some(pos) = part_of.iter().position(|(task, _, _)| *task == id) {
+                let (_, part, at) = part_of.swap_remove(pos);
+                answers.push((part, at, answer));
             }
         }
     }
@@ -137,7 +157,7 @@ pub(super) async fn claim_round(
         abandoned: Vec::new(),
     };
     let mut acked: Vec<Option<Result<Acked, QueueError>>> = alloc::vec![None; n];
-    for (part, (answer, token)) in answers {
+    for (part, at, (answer, token)) in answers {
         if let (Err(QueueError::Unavailable(_)), Some(token)) = (&answer, token) {
             round.abandoned.push((part, token));
         }
@@ -151,12 +171,12 @@ pub(super) async fn claim_round(
                     }
                     Answer::Acked(answers) => answers,
                 };
-                for (&i, answer) in by_part[part].0.iter().zip(answers) {
+                for (&i, answer) in at.iter().zip(answers) {
                     acked[i] = Some(Ok(answer));
                 }
             }
             Err(err) => {
-                for &i in &by_part[part].0 {
+                for &i in &at {
                     acked[i] = Some(Err(err.clone()));
                 }
                 round.failed.push((part, err));
@@ -175,6 +195,10 @@ pub(super) async fn claim_round(
         .collect();
     round
 }
+
+/// A partition's call in a round: the partition, the most jobs to claim
+/// (`None`: acks only), and its acks with their places in the round's.
+type PartCall = (usize, Option<usize>, Vec<usize>, Vec<AckJob>);
 
 /// What one partition's call answered, and a claim's token.
 type Called = (Result<Answer, QueueError>, Option<Token>);

@@ -11,6 +11,7 @@ mod admin_edges;
 mod admin_journal;
 mod admin_tool;
 mod admin_watch_count;
+mod api_audit;
 mod async_api;
 mod async_drops;
 mod async_runtime;
