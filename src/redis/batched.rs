@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 use super::counters::bump;
 use super::keys::{Keys, Token};
 use super::lanes::{Batched, Call, Kind, Lane, Lanes};
-use super::link::{Ctx, Request};
+use super::link::{wall_micros, Ctx, Request};
 use super::lua::{lua, Lua};
 use super::ops::{
     array, bytes, check_id, check_new_id, check_payload, int, keys_with, own, time_of, When,
@@ -126,11 +126,23 @@ impl Batched for ScheduleJob {
             };
         }
         let c = &ctx.counters;
+        let mut first = None;
         for answer in &out {
             match answer {
-                Scheduled::Created { .. } => bump(&c.scheduled, 1),
+                Scheduled::Created { due } => {
+                    bump(&c.scheduled, 1);
+                    let at = due
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+                    first = Some(first.map_or(at, |first: i64| first.min(at)));
+                }
                 Scheduled::Exists => bump(&c.duplicates, 1),
             }
+        }
+        // One call is one partition's: its earliest new job, for this
+        // process's claim loops, before the callers hear of it.
+        if let (Some(at), Some(job)) = (first, jobs.first()) {
+            ctx.local_hint(job.id(), at, at <= now.max(wall_micros()));
         }
         Ok(out)
     }

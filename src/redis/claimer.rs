@@ -54,7 +54,7 @@ use tokio::task::JoinSet;
 
 use super::batched::AckJob;
 use super::counters::bump;
-use super::knowledge::{far_future, poll_gap, Knowledge};
+use super::knowledge::{far_future, heard, poll_gap, Knowledge};
 use super::link::{Hint, Io};
 use super::ops::{array, int};
 use super::outage::{all_down, downs, failed};
@@ -173,7 +173,7 @@ pub(super) async fn run(
             Vec::new()
         } else {
             (0..ks.len())
-                .filter(|&p| ks[p].claimable(woke || hurried, now))
+                .filter(|&p| ks[p].claimable(woke || hurried, hurried, now))
                 .collect()
         };
         if !claimable.is_empty() {
@@ -300,6 +300,18 @@ pub(super) async fn run(
                         fetch.outage_ends = Instant::now().checked_add(io.ctx.options.retry_for);
                     }
                     waiting.push_back(fetch);
+                    // The hints already sent, before this fetch was made:
+                    // a job this process made due is then known to be due
+                    // (a fetch that does not wait once missed it).
+                    while let Some(hint) = hints.as_mut().and_then(|rx| match rx.try_recv() {
+                        Ok(hint) => Some(Some(hint)),
+                        Err(broadcast::error::TryRecvError::Lagged(_)) => Some(None),
+                        Err(_) => None,
+                    }) {
+                        if heard(&mut ks, hint) {
+                            bump(&io.ctx.counters.hints, 1);
+                        }
+                    }
                 }
                 // Released, not handed on: their lease may have run out
                 // and the job gone to another consumer meanwhile, and
@@ -332,14 +344,8 @@ pub(super) async fn run(
                 }
             }
             hint = recv_hint(&mut hints) => {
-                bump(&io.ctx.counters.hints, 1);
-                match hint {
-                    Some(Hint::At { part, at }) => {
-                        if let Some(k) = ks.get_mut(part) {
-                            k.hint(at);
-                        }
-                    }
-                    Some(Hint::Resync) | None => ks.iter_mut().for_each(|k| k.known = false),
+                if heard(&mut ks, hint) {
+                    bump(&io.ctx.counters.hints, 1);
                 }
             }
         }

@@ -5,7 +5,7 @@
 use core::time::Duration;
 use std::time::Instant;
 
-use super::link::jitter;
+use super::link::{jitter, Hint};
 use super::QueueError;
 
 /// A lower bound of the server's clock: at `local`, it read at least
@@ -70,6 +70,10 @@ pub(super) struct Knowledge {
     /// Claims given up on while it was down: once its shard answers, the
     /// jobs any of them leased are handed back (`claimer.rs`).
     pub(super) abandoned: alloc::vec::Vec<super::keys::Token>,
+    /// A call of this process made a job due by then (`Hint::Local`): a
+    /// fetch that does not wait claims, though the server's clock as
+    /// known here, a lower bound, may not show it due yet.
+    pub(super) due_by: Option<Instant>,
 }
 
 impl Knowledge {
@@ -84,17 +88,22 @@ impl Knowledge {
             poll_at: Instant::now(),
             down: None,
             abandoned: alloc::vec::Vec::new(),
+            due_by: None,
         }
     }
 
     /// Whether a fetch should claim from this partition now: nothing is
-    /// known of it, its jobs' window has closed, or (`woke`: the sleep
-    /// fired) its wake-up time has come.
-    pub(super) fn claimable(&self, woke: bool, now: Instant) -> bool {
+    /// known of it, its jobs' window has closed, (`woke`: the sleep
+    /// fired) its wake-up time has come, or (`hurried`: a fetch will not
+    /// wait) this process made a job due.
+    pub(super) fn claimable(&self, woke: bool, hurried: bool, now: Instant) -> bool {
         if self.down.is_some() {
             return false;
         }
-        !self.known || self.due_now() || (woke && self.wake_at().is_some_and(|at| at <= now))
+        !self.known
+            || self.due_now()
+            || (woke && self.wake_at().is_some_and(|at| at <= now))
+            || (hurried && self.due_by.is_some_and(|by| by <= now))
     }
 
     /// Whether a fetch that arrives now should claim: jobs wait for their
@@ -127,11 +136,36 @@ impl Knowledge {
     pub(super) fn learn(&mut self, next: Option<i64>) {
         self.next = next;
         self.known = true;
+        self.due_by = None;
     }
 
     pub(super) fn hint(&mut self, at: i64) {
         if self.next.is_none_or(|next| at < next) {
             self.next = Some(at);
+        }
+    }
+}
+
+/// What a hint tells the loop (`None`: some were missed); whether it
+/// counts as a hint received (a local one does not).
+pub(super) fn heard(ks: &mut [Knowledge], hint: Option<Hint>) -> bool {
+    match hint {
+        Some(Hint::At { part, at }) => {
+            if let Some(k) = ks.get_mut(part) {
+                k.hint(at);
+            }
+            true
+        }
+        Some(Hint::Local { part, at, due_by }) => {
+            if let Some(k) = ks.get_mut(part) {
+                k.hint(at);
+                k.due_by = k.due_by.or(due_by);
+            }
+            false
+        }
+        Some(Hint::Resync) | None => {
+            ks.iter_mut().for_each(|k| k.known = false);
+            true
         }
     }
 }

@@ -73,8 +73,27 @@ pub(super) enum Request {
 pub(super) enum Hint {
     /// A job of partition `part` is due at `at` (server microseconds).
     At { part: usize, at: i64 },
+    /// The same, from a call of this process (a schedule, reschedule,
+    /// requeue or nack), sent before the call answers, with when the job
+    /// was known to be due by this process's clock if it was due then: a
+    /// fetch that does not wait, made after that answer, claims it, where
+    /// the server's hint, over the pub/sub connection, may still be on its
+    /// way. Not counted as a hint received.
+    Local {
+        part: usize,
+        at: i64,
+        due_by: Option<std::time::Instant>,
+    },
     /// Hints may have been missed (the subscription was lost and is back).
     Resync,
+}
+
+/// This process's wall clock in microseconds: for a local hint, which a
+/// skewed clock makes cost at most one claim that finds nothing.
+pub(super) fn wall_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
 /// What the I/O thread and every handle share. It holds no way to reach
@@ -118,6 +137,17 @@ impl Ctx {
     pub(super) fn job_ended(&self) {
         for wake in self.trim_wake.get().into_iter().flatten() {
             wake.notify_one();
+        }
+    }
+
+    /// Tells this process's claim loops, before a call answers, that job
+    /// `id` is due at `at` (server microseconds), due already if `due`
+    /// ([`Hint::Local`]). Costs nothing without a consumer.
+    pub(super) fn local_hint(&self, id: &str, at: i64, due: bool) {
+        if self.hints.receiver_count() > 0 {
+            let part = self.parts().of(id);
+            let due_by = due.then(std::time::Instant::now);
+            let _ = self.hints.send(Hint::Local { part, at, due_by });
         }
     }
 }

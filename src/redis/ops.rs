@@ -15,7 +15,7 @@ use redis::{Cmd, Value};
 use super::counters::bump;
 use super::job_info::{JobInfo, JobState};
 use super::keys::{Keys, Token};
-use super::link::{Ctx, Io};
+use super::link::{wall_micros, Ctx, Io};
 use super::lua::{lua, Lua};
 use super::options::micros;
 use super::outcome::{Delivery, Nacked};
@@ -206,11 +206,12 @@ pub(super) fn reschedule(s: &Shared, id: &str, when: When) -> Result<Pending<boo
         })
         .await
         .map(|v| {
-            let moved = int(&v).is_some_and(|due| due >= 0);
-            if moved {
+            let due = int(&v).filter(|due| *due >= 0);
+            if let Some(due) = due {
                 bump(&io.ctx.counters.rescheduled, 1);
+                io.ctx.local_hint(&id, due, due <= wall_micros());
             }
-            moved
+            due.is_some()
         });
         let _ = reply.send(answer);
     }))
@@ -231,6 +232,10 @@ pub(super) fn requeue(s: &Shared, id: &str) -> Result<Pending<bool>, QueueError>
         })
         .await
         .map(|v| int(&v) == Some(1));
+        if matches!(answer, Ok(true)) {
+            // Due now: a fetch made after this answer takes it.
+            io.ctx.local_hint(&id, wall_micros(), true);
+        }
         let _ = reply.send(answer);
     }))
 }
@@ -272,6 +277,10 @@ pub(super) fn nack(
             match int(&v) {
                 Some(1) => {
                     bump(&c.retried, 1);
+                    if delay == 0 {
+                        // Due now: a fetch made after this answer takes it.
+                        io.ctx.local_hint(&id, wall_micros(), true);
+                    }
                     Nacked::Retrying
                 }
                 Some(2) => {
