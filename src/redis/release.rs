@@ -8,6 +8,7 @@ use core::time::Duration;
 
 use super::counters::bump;
 use super::keys::Token;
+use super::lanes::MAX_CALLS;
 use super::link::Io;
 use super::lua::lua;
 use super::ops::{array, int, keys_with};
@@ -60,15 +61,20 @@ pub(super) async fn release(io: &Io, jobs: &[Delivery]) {
         if mine.is_empty() {
             continue;
         }
-        let mut cmd = RELEASE.command(&keys.fixed);
-        cmd.arg(&keys.channel)
-            .arg(u8::from(io.ctx.options.on_missed != "fire"));
-        for job in mine {
-            cmd.arg(&job.id).arg(job.fence);
-            io.ctx.counters.held.settle(&job.id, job.fence);
-        }
-        if let Ok(answer) = io.script(&RELEASE, &cmd).await {
-            bump(&io.ctx.counters.released, counts(answer)[0]);
+        // At most `MAX_CALLS` a script: Lua unpacks at most about 8,000
+        // values into a command (the jobs of five fetches gone at a close
+        // once failed together, and stayed leased to nobody).
+        for chunk in mine.chunks(MAX_CALLS) {
+            let mut cmd = RELEASE.command(&keys.fixed);
+            cmd.arg(&keys.channel)
+                .arg(u8::from(io.ctx.options.on_missed != "fire"));
+            for job in chunk {
+                cmd.arg(&job.id).arg(job.fence);
+                io.ctx.counters.held.settle(&job.id, job.fence);
+            }
+            if let Ok(answer) = io.script(&RELEASE, &cmd).await {
+                bump(&io.ctx.counters.released, counts(answer)[0]);
+            }
         }
     }
 }

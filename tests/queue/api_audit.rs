@@ -1,6 +1,8 @@
 //! The per-call API held to its promises by a hostile user: careless sizes,
 //! answers after the fact, counters. Each test failed before its fix.
 
+use core::future::Future;
+use core::task::{Context, Waker};
 use core::time::Duration;
 use std::time::Instant;
 
@@ -97,4 +99,80 @@ fn a_fetch_that_does_not_wait_takes_a_job_just_scheduled() {
         missed.is_empty(),
         "fetches that did not wait missed {missed:?}"
     );
+}
+
+/// A waker that does nothing.
+fn noop() -> Waker {
+    struct Noop;
+    impl alloc::task::Wake for Noop {
+        fn wake(self: alloc::sync::Arc<Self>) {}
+    }
+    Waker::from(alloc::sync::Arc::new(Noop))
+}
+
+/// Jobs answered to fetches dropped unread at close go back to the queue,
+/// however many.
+///
+/// `AsyncConsumer`: "Dropping a `fetch` future gives up its place; jobs
+/// claimed for it go to the next fetch, or back to the queue without
+/// spending an attempt." Five fetches of 1,000, answered but not read,
+/// dropped after `close` while the claim loop waited on a stalled server:
+/// the loop gathered their 5,000 jobs into one release script, which
+/// failed ("too many results to unpack"), so all 5,000 stayed leased to
+/// nobody until their leases ran out, and then, out of attempts, went to
+/// the dead letters without ever being run.
+#[test]
+fn jobs_of_many_fetches_dropped_at_close_all_go_back() {
+    let Some(server) = RedisServer::start_or_skip() else {
+        return;
+    };
+    let queue = builder(&server)
+        .batch(1000)
+        .max_attempts(1)
+        .lease(Duration::from_secs(600))
+        .connect()
+        .unwrap();
+    let ids: Vec<String> = (0..5000).map(|i| format!("job-{i}")).collect();
+    let jobs: Vec<(&str, Duration, &[u8])> = ids
+        .iter()
+        .map(|id| (id.as_str(), Duration::ZERO, &b"p"[..]))
+        .collect();
+    queue.schedule_many(&jobs).unwrap();
+    let consumer = queue.to_async().consumer().unwrap();
+    let waker = noop();
+    let mut cx = Context::from_waker(&waker);
+    let mut fetches: Vec<_> = (0..5)
+        .map(|_| Box::pin(consumer.fetch(1000, Duration::from_secs(60))))
+        .collect();
+    for fetch in &mut fetches {
+        assert!(fetch.as_mut().poll(&mut cx).is_pending());
+    }
+    let began = Instant::now();
+    while queue.metrics().delivered < 5000 {
+        assert!(began.elapsed() < Duration::from_secs(30), "not all claimed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The loop waits on a stalled server (a poll for a sixth fetch) ...
+    server.stop_signal();
+    let mut waiting = Box::pin(consumer.fetch(1, Duration::from_secs(60)));
+    assert!(waiting.as_mut().poll(&mut cx).is_pending());
+    std::thread::sleep(Duration::from_millis(2500));
+    // ... when it is closed and the five answered fetches go unread.
+    consumer.close();
+    drop(fetches);
+    drop(waiting);
+    server.cont_signal();
+    let began = Instant::now();
+    while queue.metrics().released < 5000 {
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "{} of 5,000 jobs back; in flight: {}",
+            queue.metrics().released,
+            queue.in_flight(1000, None).unwrap().jobs.len()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(queue.in_flight(1000, None).unwrap().jobs.is_empty());
+    assert_eq!(queue.len().unwrap(), (5000, 0));
+    assert_eq!(queue.metrics().released, 5000);
 }
