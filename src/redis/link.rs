@@ -141,10 +141,12 @@ impl Ctx {
     }
 
     /// Tells this process's claim loops, before a call answers, that job
-    /// `id` is due at `at` (server microseconds), due already if `due`
-    /// ([`Hint::Local`]). Costs nothing without a consumer.
+    /// `id` is due at `at` (server microseconds), if it is due already
+    /// (`due`; [`Hint::Local`]). A job due later is told by the server's
+    /// hint, long before it is due, so a schedule-heavy process does not
+    /// wake its claim loops on every call. Costs nothing without a consumer.
     pub(super) fn local_hint(&self, id: &str, at: i64, due: bool) {
-        if self.hints.receiver_count() > 0 {
+        if due && self.hints.receiver_count() > 0 {
             let part = self.parts().of(id);
             let due_by = due.then(std::time::Instant::now);
             let _ = self.hints.send(Hint::Local { part, at, due_by });
