@@ -29,7 +29,9 @@ pub struct Metrics {
     pub rescheduled: u64,
     /// Deliveries, first ones and redeliveries. A claim promotes a due job
     /// and hands it to this process in one step, so this also counts
-    /// promotions.
+    /// promotions. It counts claims: a job claimed for a fetch that had
+    /// gone is also in [`released`](Self::released), and counted here
+    /// again when claimed anew, so `delivered − released` reached callers.
     pub delivered: u64,
     /// Deliveries after a job's first attempt: its lease ran out, or it
     /// was nacked (a requeue starts again at the first attempt).
