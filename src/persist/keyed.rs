@@ -242,12 +242,25 @@ where
     /// ```
     pub fn keyed(&self, after: Option<&str>, limit: usize) -> Vec<KeyedJob> {
         let (now, wall) = self.timer.clock_now();
-        let held = self
-            .keys
-            .page(after, limit, |held| self.timer.is_pending(held.handle));
-        // A job that fired since the page was read is not listed.
-        held.into_iter()
-            .filter_map(|(key, handle)| self.keyed_at(now, wall, key, handle))
-            .collect()
+        let mut page = Vec::new();
+        let mut from: Option<Arc<str>> = after.map(Arc::from);
+        loop {
+            let want = limit - page.len();
+            let held = self.keys.page(from.as_deref(), want, |held| {
+                self.timer.is_pending(held.handle)
+            });
+            let more = held.len() == want && want > 0;
+            from = held.last().map(|(key, _)| Arc::clone(key));
+            // A job that fired since the table was read is not listed; the
+            // page is filled from past it, or a short page would not be
+            // the last, as promised.
+            page.extend(
+                held.into_iter()
+                    .filter_map(|(key, handle)| self.keyed_at(now, wall, key, handle)),
+            );
+            if page.len() == limit || !more {
+                return page;
+            }
+        }
     }
 }
