@@ -20,6 +20,7 @@ mod restore;
 mod restore_audit;
 mod restore_owed;
 mod restore_props;
+mod schedules_audit;
 mod schedules_crash;
 mod schedules_races;
 #[path = "../support/scratch.rs"]
