@@ -58,8 +58,9 @@ impl Schedule {
         Schedule::every_from(period, UNIX_EPOCH)
     }
 
-    /// Runs at `start` and every `period` after it. A `start` before 1970
-    /// keeps its grid: the schedule starts at its first point from 1970 on.
+    /// Runs at `start` (rounded up to the microsecond) and every `period`
+    /// after it. A `start` before 1970 keeps its grid: the schedule starts
+    /// at its first point from 1970 on.
     ///
     /// ```
     /// use std::time::{Duration, SystemTime};
@@ -70,7 +71,9 @@ impl Schedule {
     pub fn every_from(period: Duration, start: SystemTime) -> Schedule {
         let period = u64::try_from(period.as_micros()).unwrap_or(u64::MAX);
         let from = match start.duration_since(UNIX_EPOCH) {
-            Ok(after) => u64::try_from(after.as_micros()).unwrap_or(u64::MAX),
+            // Rounded up: a start between two microseconds once ran at the
+            // one before it, early.
+            Ok(after) => u64::try_from(after.as_nanos().div_ceil(1_000)).unwrap_or(u64::MAX),
             // Before 1970: the grid's first point from 1970 on (it once
             // moved the whole grid to 1970 itself).
             Err(before) => {

@@ -88,3 +88,34 @@ fn the_latest_missed_instant_of_a_dense_cron_is_found_at_once() {
     assert_eq!(seen[0], micros(latest));
     drop(timer);
 }
+
+/// `Schedule::every_from`: "Runs at `start` and every `period` after it".
+/// A start between two microseconds was rounded down, so the first run
+/// was for an instant before `start`, and ran before it.
+#[test]
+fn a_start_between_microseconds_never_runs_before_it() {
+    let dir = Scratch::new("audit-sub-micro");
+    let whole = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let start = whole + Duration::from_nanos(1);
+    let clock = ManualClock::with_wall_time(whole - Duration::from_secs(1));
+    let (timer, _, runs) = open_on(&dir.path("j"), clock.clone());
+    let every = Schedule::every_from(Duration::from_secs(10), start);
+    timer.upsert_schedule("late-start", &every, 1).unwrap();
+    let listed = timer.schedules(None, 1);
+    assert!(
+        listed[0].next >= start,
+        "{:?} before {start:?}",
+        listed[0].next
+    );
+    // At the whole second, a nanosecond before the start: no run.
+    clock.advance(Duration::from_secs(1));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        *runs.lock().unwrap(),
+        [] as [i64; 0],
+        "a run before its start"
+    );
+    let seen = wait_runs(&clock, &runs, 1, Duration::from_millis(1));
+    assert!(seen[0] >= micros(start), "{} before {start:?}", seen[0]);
+    drop(timer);
+}
