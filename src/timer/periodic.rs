@@ -108,7 +108,10 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
     /// run at `first`, an instant of this timer's clock. Runs on the grid
     /// `first + n × period` that are already past when it is scheduled
     /// count as missed: `missed` decides (with [`MissedTicks::Burst`] they
-    /// all run at once, back to back).
+    /// all run at once, back to back). They are counted on `period` as
+    /// given, not rounded to ticks (a restore counts a journal's missed
+    /// runs this way), so a period under the tick owes more runs than the
+    /// ticks it then keeps.
     ///
     /// # Errors
     ///
@@ -140,14 +143,9 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
         }
         let time = &self.owner.shared.time;
         let now = time.now();
-        // The grid's period in whole ticks, as documented: the runs owed
-        // are counted on it too (on the period as given, a 300 µs grid on
-        // a 1 ms tick once owed three times the runs it then kept).
-        let period_ticks = time.ticks_in(period);
         let (next_on_grid, owed) = match now.checked_duration_since(first) {
             Some(late) => {
-                let every = u128::from(period_ticks) * time.tick().as_nanos();
-                let late = late.as_nanos();
+                let (late, every) = (late.as_nanos(), period.as_nanos());
                 let past = u64::try_from(late / every)
                     .unwrap_or(u64::MAX)
                     .saturating_add(1);
@@ -179,7 +177,7 @@ impl<T: Send + 'static, E: Executor<T>> Timer<T, E> {
             cadence: Cadence::Rate {
                 base,
                 runs: 0,
-                period: period_ticks,
+                period: time.ticks_in(period),
                 missed,
                 owed,
             },

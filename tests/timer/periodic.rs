@@ -316,35 +316,3 @@ fn a_factory_that_panics_on_cancel_is_caught_and_counted() {
     assert!(timer.cancel(handle).is_none());
     assert_eq!(rx.try_iter().count(), 0);
 }
-
-/// A fixed-rate period rounds up to whole ticks, as documented, for the
-/// runs a past start owes too: a 300 µs grid on a 1 ms tick, started
-/// 2.5 ms ago, owes the 3 points of its 1 ms grid, then runs once a tick.
-/// The owed runs were counted on the 300 µs grid: 9 at once.
-#[test]
-fn a_past_grid_owes_runs_of_its_period_in_whole_ticks() {
-    let clock = ManualClock::new();
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .tick(MS)
-        .slack(Duration::ZERO)
-        .executor(tx)
-        .build()
-        .unwrap();
-    let first = now(&clock) - Duration::from_micros(2_500);
-    timer
-        .schedule_repeating_at(
-            first,
-            Duration::from_micros(300),
-            MissedTicks::Burst,
-            || 1u8,
-        )
-        .unwrap();
-    timer.sync();
-    assert_eq!(rx.try_iter().count(), 3, "owed on the 1 ms grid");
-    for _ in 0..3 {
-        advance(&clock, &timer, MS);
-        assert_eq!(rx.try_iter().count(), 1, "once a tick");
-    }
-}
