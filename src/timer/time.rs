@@ -127,7 +127,12 @@ impl TimeSource {
     fn ticks(&self, span: Duration, up: bool) -> Tick {
         if self.per_second == 0 {
             let nanos = u64::try_from(span.as_nanos()).unwrap_or(u64::MAX);
-            return if up {
+            // At the horizon a deadline rounds one tick past the last
+            // "now": when the tick divides `u64::MAX` the two once met, and
+            // a `Duration::MAX` timer fired once the clock got there.
+            return if up && nanos == u64::MAX {
+                u64::MAX / self.tick_nanos + 1
+            } else if up {
                 nanos.div_ceil(self.tick_nanos)
             } else {
                 nanos / self.tick_nanos
@@ -140,7 +145,7 @@ impl TimeSource {
         let whole = span.as_secs().saturating_mul(self.per_second);
         // Past u64::MAX nanoseconds, where the nanosecond count saturates.
         let cap = if up {
-            u64::MAX.div_ceil(self.tick_nanos)
+            u64::MAX / self.tick_nanos + 1
         } else {
             u64::MAX / self.tick_nanos
         };

@@ -16,6 +16,7 @@ mod sleep_runtimes;
 mod stops_and_grids;
 mod timer;
 mod timer_audit;
+mod timer_audit2;
 mod timer_lifecycle;
 mod timer_priority;
 #[path = "../support/timers.rs"]
