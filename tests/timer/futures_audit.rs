@@ -9,7 +9,7 @@ use core::time::Duration;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Mutex;
 
-use tickwheel::timer::{Clock, Elapsed, Expired, ManualClock, MissedTicks};
+use tickwheel::timer::{Clock, Elapsed, Expired, ManualClock, MissedTicks, Task, ThreadPool};
 use tickwheel::Timer;
 
 use crate::sleep::{counting, manual, poll, MS};
@@ -141,13 +141,7 @@ fn a_poll_during_a_stop_completes_before_the_drain() {
 /// instants move; the wake-ups stay on the ticks.
 #[test]
 fn interval_and_reset_after_answer_their_own_instants() {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .tick(MS)
-        .slack(Duration::ZERO)
-        .build()
-        .unwrap();
+    let (clock, timer) = coarse();
     let origin = clock.now();
     let (_, waker) = counting();
     let mut cx = Context::from_waker(&waker);
@@ -188,13 +182,7 @@ fn interval_and_reset_after_answer_their_own_instants() {
 /// the timer was built.
 #[test]
 fn delay_answers_the_instants_of_its_new_grid() {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .tick(MS)
-        .slack(Duration::ZERO)
-        .build()
-        .unwrap();
+    let (clock, timer) = coarse();
     let origin = clock.now();
     let (_, waker) = counting();
     let mut cx = Context::from_waker(&waker);
@@ -241,13 +229,7 @@ fn delay_answers_the_instants_of_its_new_grid() {
 /// ticks (that point's tick, 21 ms, was after now).
 #[test]
 fn skip_goes_on_from_the_first_point_after_now_between_ticks() {
-    let clock = ManualClock::new();
-    let timer = Timer::builder()
-        .clock(clock.clone())
-        .tick(MS)
-        .slack(Duration::ZERO)
-        .build()
-        .unwrap();
+    let (clock, timer) = coarse();
     let origin = clock.now();
     let (_, waker) = counting();
     let mut cx = Context::from_waker(&waker);
@@ -268,4 +250,17 @@ fn skip_goes_on_from_the_first_point_after_now_between_ticks() {
         ticks.poll_tick(&mut cx),
         Poll::Ready(Some(origin + US * 30_400))
     );
+}
+
+/// A timer on a manual clock with a 1 ms tick and no slack: grids placed
+/// between its ticks.
+fn coarse() -> (ManualClock, Timer<Task, ThreadPool>) {
+    let clock = ManualClock::new();
+    let timer = Timer::builder()
+        .clock(clock.clone())
+        .tick(MS)
+        .slack(Duration::ZERO)
+        .build()
+        .unwrap();
+    (clock, timer)
 }
